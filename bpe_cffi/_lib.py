@@ -1,0 +1,19 @@
+"""The compiled C library and the translation of its error codes into Python exceptions."""
+from ._native import ffi, lib
+
+_ERRORS = {
+    lib.BPE_ENOMEM: (MemoryError, "out of memory"),
+    lib.BPE_EINVAL: (ValueError, "invalid arguments"),
+    lib.BPE_EOVERFLOW: (OverflowError, "a count or size does not fit in 64 bits"),
+    lib.BPE_EINTERNAL: (RuntimeError, "internal error (a bug in bpe_cffi; please report it)"),
+}
+
+
+def check(rc: int, what: str) -> None:
+    """Raises the exception for a BPE_E* code returned by the C call named `what`."""
+    if rc != lib.BPE_OK:
+        exc, message = _ERRORS.get(rc, (RuntimeError, f"unknown error code {rc}"))
+        raise exc(f"{what}: {message}")
+
+
+__all__ = ["ffi", "lib", "check"]

@@ -1,0 +1,83 @@
+"""Cutting a corpus file into byte ranges that can be pre-tokenized independently.
+
+An edge is safe when pre-tokenizing the two sides apart gives exactly the pre-tokens of the
+whole (SPEC 1.9: results never depend on chunking). Two kinds of edge are safe:
+
+* the start of a special-token occurrence: the text is cut there anyway (SPEC 1.2);
+* with a unit-local pattern (GPT-2's), an edge between a non-whitespace character and a
+  whitespace character. No alternative of GPT-2's pattern matches from non-whitespace into
+  the whitespace after it, and the pattern has no lookbehind, so each side splits alone exactly
+  as it does within the whole. The test is made on ASCII bytes (0x21-0x7E before, one of
+  "\\t\\n\\v\\f\\r " after), which are whole characters in UTF-8.
+
+Either kind is safe only if no special-token occurrence straddles it.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Sequence
+
+from .pretokenize import GPT2_PATTERN
+
+#: Patterns for which the non-whitespace|whitespace edge is proven safe (see above).
+UNIT_LOCAL_PATTERNS = frozenset({GPT2_PATTERN})
+
+_BLOCK = 1 << 20  # bytes scanned at a time while looking for an edge
+
+
+def _edge_finder(specials: Sequence[bytes], unit_local: bool) -> "re.Pattern[bytes] | None":
+    alternatives = [b"(?=" + re.escape(s) + b")" for s in specials]
+    if unit_local:
+        alternatives.append(rb"(?<=[\x21-\x7e])(?=[\t\n\x0b\x0c\r ])")
+    return re.compile(b"|".join(alternatives)) if alternatives else None
+
+
+def _straddled(block: bytes, i: int, specials: Sequence[bytes]) -> bool:
+    """Whether an occurrence of a special token starts before block[i] and ends after it."""
+    for s in specials:
+        j = block.find(s, max(0, i - len(s) + 1), i + len(s) - 1)
+        if j != -1 and j < i:
+            return True
+    return False
+
+
+def next_safe_edge(f, pos: int, size: int, specials: Sequence[bytes], finder) -> int:
+    """The first safe edge at or after pos, or size if there is none."""
+    if finder is None:
+        return size
+    behind = max([len(s) - 1 for s in specials] + [1])
+    start = pos
+    while start < size:
+        lo = max(0, start - behind)
+        f.seek(lo)
+        block = f.read(start - lo + _BLOCK + behind)
+        for m in finder.finditer(block, start - lo):
+            i = m.start()
+            if lo + i >= start + _BLOCK:
+                break
+            if not _straddled(block, i, specials):
+                return lo + i
+        start += _BLOCK
+    return size
+
+
+def chunk_target(size: int, num_workers: int) -> int:
+    """Aim for several chunks per worker (load balance), each small enough to bound memory."""
+    return min(max(size // (4 * num_workers), 1 << 20), 16 << 20)
+
+
+def plan_chunks(path: str, specials: Sequence[str], pattern: str, target: int) -> list[tuple[int, int]]:
+    """Splits the file into (start, end) byte ranges of about `target` bytes on safe edges."""
+    size = os.path.getsize(path)
+    special_bytes = [s.encode("utf-8") for s in specials]
+    finder = _edge_finder(special_bytes, pattern in UNIT_LOCAL_PATTERNS)
+    edges = [0]
+    with open(path, "rb") as f:
+        while edges[-1] + target < size:
+            edge = next_safe_edge(f, edges[-1] + target, size, special_bytes, finder)
+            if edge >= size:
+                break
+            edges.append(edge)
+    edges.append(size)
+    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]

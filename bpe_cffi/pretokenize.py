@@ -1,0 +1,63 @@
+"""Text -> pre-tokens (SPEC 1.2-1.3, 2.1-2.2): cut at special tokens, then split with the regex.
+
+Everything here works on str and is shared by training and encoding.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Sequence
+
+import regex
+
+#: GPT-2's pre-tokenization pattern (SPEC 1.3), the default everywhere.
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def compile_pattern(pattern: str) -> "regex.Pattern[str]":
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    try:
+        return regex.compile(pattern)
+    except regex.error as e:
+        raise ValueError(f"invalid pre-tokenization pattern {pattern!r}: {e}") from None
+
+
+def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
+    """Validates special tokens and removes duplicates, keeping the first occurrence's place."""
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, (str, bytes)):
+        raise TypeError("special_tokens must be a list of str, not a single "
+                        f"{type(special_tokens).__name__}")
+    out: list[str] = []
+    for s in special_tokens:
+        if not isinstance(s, str):
+            raise TypeError(f"special tokens must be str, got {type(s).__name__}: {s!r}")
+        if not s:
+            raise ValueError("a special token cannot be the empty string")
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def special_splitter(specials: Sequence[str]) -> "regex.Pattern[str] | None":
+    """A pattern matching any special token, longest first where one is a prefix of another."""
+    if not specials:
+        return None
+    ordered = sorted(specials, key=len, reverse=True)
+    return regex.compile("|".join(regex.escape(s) for s in ordered))
+
+
+def split_on_specials(text: str, splitter) -> Iterator[tuple[str, bool]]:
+    """Yields (piece, is_special) in order; empty text pieces are left out."""
+    if splitter is None:
+        if text:
+            yield text, False
+        return
+    pos = 0
+    for m in splitter.finditer(text):
+        if m.start() > pos:
+            yield text[pos:m.start()], False
+        yield m.group(), True
+        pos = m.end()
+    if pos < len(text):
+        yield text[pos:], False

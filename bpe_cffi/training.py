@@ -1,0 +1,128 @@
+"""Training (SPEC 1): word counts -> merges in the C core, and the train_bpe front door."""
+from __future__ import annotations
+
+import operator
+import warnings
+from typing import Iterable, Mapping
+
+import numpy as np
+from tqdm import tqdm
+
+from ._lib import check, ffi, lib
+from .counting import count_words
+from .pretokenize import GPT2_PATTERN, unique_specials
+
+Vocab = dict[int, bytes]
+Merges = list[tuple[bytes, bytes]]
+
+_MERGES_PER_CALL = 256  # merges per C call: progress and Ctrl-C are handled between calls
+
+
+def check_vocab_size(vocab_size, n_specials: int) -> int:
+    if isinstance(vocab_size, bool):
+        raise TypeError("vocab_size must be an int, not bool")
+    try:
+        vocab_size = operator.index(vocab_size)
+    except TypeError:
+        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}") from None
+    if vocab_size < 256 + n_specials:
+        raise ValueError(f"vocab_size={vocab_size} is too small: it must be at least 256 "
+                         f"(one token per byte) + {n_specials} special token(s) = "
+                         f"{256 + n_specials}")
+    return vocab_size
+
+
+def flatten_counts(counts: Mapping[bytes, int]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """{word: count} -> (all words back to back, int64 offsets (n + 1), int64 counts)."""
+    if not isinstance(counts, Mapping):
+        raise TypeError(f"counts must be a mapping of bytes to int, not {type(counts).__name__}")
+    words = list(counts)
+    for w in words:
+        if not isinstance(w, bytes):
+            raise TypeError(f"counts keys must be bytes, got {type(w).__name__}: {w!r}")
+    try:
+        values = np.fromiter(counts.values(), dtype=np.int64, count=len(words))
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TypeError(f"counts values must be ints that fit in 64 bits: {e}") from None
+    if len(values) and values.min() < 0:
+        raise ValueError("counts values must be >= 0")
+    offsets = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=offsets[1:])
+    return b"".join(words), offsets, values
+
+
+def _run_merges(blob: bytes, offsets: np.ndarray, values: np.ndarray, n_merges: int,
+                bucket_limit: int, progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The C merge loop: returns the (left, right) token ids of each merge, in order."""
+    left = np.empty(n_merges, dtype=np.int32)
+    right = np.empty(n_merges, dtype=np.int32)
+    count = np.empty(n_merges, dtype=np.int64)
+    handle = ffi.new("bpe_trainer **")
+    check(lib.bpe_trainer_new(ffi.from_buffer("uint8_t[]", blob), len(blob),
+                              ffi.from_buffer("int64_t[]", offsets),
+                              ffi.from_buffer("int64_t[]", values), len(values), bucket_limit,
+                              handle), "bpe_trainer_new")
+    trainer = ffi.gc(handle[0], lib.bpe_trainer_free)
+    done = 0
+    n_done = ffi.new("int64_t *")
+    with tqdm(total=n_merges, unit="merge", desc="merge",
+              disable=None if progress else True) as bar:
+        while done < n_merges:
+            step = min(_MERGES_PER_CALL, n_merges - done)
+            check(lib.bpe_trainer_step(trainer, step,
+                                       ffi.from_buffer("int32_t[]", left[done:]),
+                                       ffi.from_buffer("int32_t[]", right[done:]),
+                                       ffi.from_buffer("int64_t[]", count[done:]), n_done),
+                  "bpe_trainer_step")
+            done += n_done[0]
+            bar.update(n_done[0])
+            if n_done[0] < step:
+                break
+    ffi.release(trainer)  # free the C state now, not whenever the GC runs
+    return left[:done], right[:done]
+
+
+def train_from_counts(counts: Mapping[bytes, int], vocab_size: int,
+                      special_tokens: Iterable[str] = (), *, progress: bool = False,
+                      _bucket_limit: int = 0) -> tuple[Vocab, Merges]:
+    """Learns merges from {pre-token bytes: count} (SPEC 1.4-1.8)."""
+    specials = unique_specials(special_tokens)
+    vocab_size = check_vocab_size(vocab_size, len(specials))
+    blob, offsets, values = flatten_counts(counts)
+    n_wanted = vocab_size - 256 - len(specials)
+    left, right = _run_merges(blob, offsets, values, n_wanted, _bucket_limit, progress)
+
+    vocab: Vocab = {i: bytes([i]) for i in range(256)}
+    merges: Merges = []
+    for a, b in zip(left.tolist(), right.tolist()):
+        merges.append((vocab[a], vocab[b]))
+        vocab[len(vocab)] = vocab[a] + vocab[b]
+    if len(merges) < n_wanted:
+        warnings.warn(f"the corpus ran out of pairs after {len(merges)} of {n_wanted} merges: "
+                      f"the vocabulary has {len(vocab) + len(specials)} tokens, not {vocab_size}",
+                      stacklevel=2)
+    for s in specials:
+        vocab[len(vocab)] = s.encode("utf-8")
+    return vocab, merges
+
+
+def train_bpe(input_path, vocab_size: int, special_tokens: Iterable[str] = (), *,
+              pattern: str = GPT2_PATTERN, num_workers: int | None = None,
+              progress: bool = False) -> tuple[Vocab, Merges]:
+    """Trains byte-level BPE on a UTF-8 text file (SPEC 1).
+
+    Returns vocab {id: bytes} (bytes 0-255, then one token per merge, then the special tokens)
+    and the merges in creation order.
+    """
+    specials = unique_specials(special_tokens)
+    check_vocab_size(vocab_size, len(specials))  # before the long part
+    counts = count_words(input_path, specials, pattern=pattern, num_workers=num_workers,
+                         progress=progress)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # re-issued below with the caller's stack level
+        vocab, merges = train_from_counts(counts, vocab_size, specials, progress=progress)
+    n_wanted = vocab_size - 256 - len(specials)
+    if len(merges) < n_wanted:
+        warnings.warn(f"the corpus ran out of pairs after {len(merges)} of {n_wanted} merges: "
+                      f"the vocabulary has {len(vocab)} tokens, not {vocab_size}", stacklevel=2)
+    return vocab, merges

@@ -1,0 +1,45 @@
+/* bpe.h - the public C interface of bpe_cffi.
+ *
+ * Everything here is reentrant: there is no global mutable state, every object is owned by
+ * the caller through an opaque handle, and each call touches only the handle it is given.
+ * That matters because cffi releases the GIL around these calls, so several threads may be
+ * inside the library at once.
+ *
+ * Every function that can fail returns one of the BPE_E* codes; nothing aborts or prints.
+ * Token ids are int32, counts and positions are int64.
+ */
+#ifndef BPE_H
+#define BPE_H
+
+#include <stdint.h>
+
+enum {
+    BPE_OK = 0,
+    BPE_ENOMEM = 1,    /* an allocation failed */
+    BPE_EINVAL = 2,    /* the arguments break the documented contract */
+    BPE_EOVERFLOW = 3, /* a count or a size does not fit its type */
+    BPE_EINTERNAL = 4  /* an invariant broke: a bug in this library */
+};
+
+/* ---- training ------------------------------------------------------------------------ */
+
+typedef struct bpe_trainer bpe_trainer;
+
+/* Builds the training state from the distinct pre-tokens: word i is
+ * bytes[offsets[i] .. offsets[i+1]) and occurs counts[i] times (counts >= 0).
+ * offsets has n_words + 1 entries, starts at 0, never decreases and ends at n_bytes.
+ * bucket_limit: pairs counted below it live in O(1) frequency buckets, the others in a heap;
+ * 0 picks the default. The inputs are copied; the caller may free them afterwards. */
+int bpe_trainer_new(const uint8_t *bytes, int64_t n_bytes, const int64_t *offsets,
+                    const int64_t *counts, int64_t n_words, int64_t bucket_limit,
+                    bpe_trainer **out);
+
+/* Performs up to max_merges further merges. Merge k of this call is written to left[k],
+ * right[k] (token ids; byte b is id b, the j-th merge ever made is id 256 + j) and count[k]
+ * (its pair count when it was chosen). *n_done < max_merges means no pair is left. */
+int bpe_trainer_step(bpe_trainer *t, int64_t max_merges, int32_t *left, int32_t *right,
+                     int64_t *count, int64_t *n_done);
+
+void bpe_trainer_free(bpe_trainer *t);
+
+#endif
