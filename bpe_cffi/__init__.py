@@ -1,7 +1,8 @@
 """bpe_cffi: exact, fast byte-level BPE training and tokenization over a C core (cffi)."""
 from .counting import count_words
 from .pretokenize import GPT2_PATTERN
+from .sample import sample_path
 from .training import train_bpe, train_from_counts
 
-__all__ = ["GPT2_PATTERN", "count_words", "train_bpe", "train_from_counts"]
+__all__ = ["GPT2_PATTERN", "count_words", "sample_path", "train_bpe", "train_from_counts"]
 __version__ = "0.1.0"
