@@ -25,7 +25,7 @@
 
 /* Sites are sparse, so walking them misses the cache once per site; asking for the symbol a
  * few sites ahead overlaps those misses. A hint only: compilers without it lose nothing. */
-#define PREFETCH_AHEAD 16
+#define PREFETCH_AHEAD 8
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(addr) __builtin_prefetch(addr)
 #else
@@ -46,6 +46,12 @@ typedef struct {
     int dirty;     /* count changed during the current merge */
 } pair_sites;
 
+/* The two pairs a neighbour token x takes part in during the merge of (a, b) into n: on the
+ * left, (x, a) loses and (x, n) gains; on the right, (b, x) loses and (n, x) gains. */
+typedef struct {
+    int32_t lost, gained; /* pair indices, -1 until x is first met in this merge */
+} neighbour_pairs;
+
 struct bpe_trainer {
     symbol *sym;
     int64_t n_pos;
@@ -59,6 +65,14 @@ struct bpe_trainer {
 
     int32_t *dirty;    /* pairs whose count changed in the current merge */
     int64_t n_dirty, cap_dirty;
+
+    /* Per-merge memo, indexed by neighbour token id: a merge meets few distinct neighbours at
+     * many sites, so this replaces four hash probes per site by two array reads. Sized by the
+     * vocabulary, not the corpus; only the entries a merge touched are reset after it. */
+    neighbour_pairs *memo[2]; /* [0]: left neighbours, [1]: right neighbours */
+    int32_t *touched[2];      /* neighbour ids set in memo[side] during this merge */
+    int64_t n_touched[2];
+    int32_t cap_memo;
     int broken;        /* a failed merge left the state inconsistent: refuse further steps */
 };
 
@@ -145,23 +159,62 @@ static int pair_index(bpe_trainer *t, int32_t left, int32_t right, int32_t *idx)
     return BPE_OK;
 }
 
-/* A merge created pair (left, right) at position pos of a word counted w times. */
-static int pair_gained(bpe_trainer *t, int32_t left, int32_t right, int64_t w, int64_t pos) {
-    int32_t idx;
-    int rc = pair_index(t, left, right, &idx);
-    if (rc != BPE_OK) return rc;
-    t->pairs[idx].count += w; /* cannot overflow: bounded by the total checked at start */
-    if ((rc = sites_push(&t->sites[idx], pos)) != BPE_OK) return rc;
-    return mark_dirty(t, idx);
+/* A merge moved one occurrence, in a word counted w times, from pair `lost` to pair `gained`
+ * (whose left token now sits at pos). */
+static int move_occurrence(bpe_trainer *t, int32_t lost, int32_t gained, int64_t w, int64_t pos) {
+    int rc;
+    t->pairs[lost].count -= w;
+    if (t->pairs[lost].count < 0) return BPE_EINTERNAL;
+    t->pairs[gained].count += w; /* cannot overflow: bounded by the total checked at start */
+    if ((rc = sites_push(&t->sites[gained], pos)) != BPE_OK) return rc;
+    if ((rc = mark_dirty(t, lost)) != BPE_OK) return rc;
+    return mark_dirty(t, gained);
 }
 
-/* A merge destroyed one occurrence of pair (left, right) in a word counted w times. */
-static int pair_lost(bpe_trainer *t, int32_t left, int32_t right, int64_t w) {
-    int32_t idx = pair_map_get(&t->map, pair_key(left, right));
-    if (idx < 0) return BPE_EINTERNAL;
-    t->pairs[idx].count -= w;
-    if (t->pairs[idx].count < 0) return BPE_EINTERNAL;
-    return mark_dirty(t, idx);
+/* ---- per-merge neighbour memo ---- */
+
+static int grow_memo(bpe_trainer *t, int32_t n_tokens) {
+    if (n_tokens <= t->cap_memo) return BPE_OK;
+    int32_t cap = t->cap_memo ? t->cap_memo : 1024;
+    while (cap < n_tokens) {
+        if (cap > INT32_MAX / 2) return BPE_EOVERFLOW;
+        cap *= 2;
+    }
+    for (int side = 0; side < 2; side++) {
+        neighbour_pairs *m = realloc(t->memo[side], (size_t)cap * sizeof *m);
+        if (!m) return BPE_ENOMEM;
+        t->memo[side] = m;
+        for (int32_t i = t->cap_memo; i < cap; i++) m[i].lost = m[i].gained = -1;
+        int32_t *touched = realloc(t->touched[side], (size_t)cap * sizeof *touched);
+        if (!touched) return BPE_ENOMEM;
+        t->touched[side] = touched;
+    }
+    t->cap_memo = cap;
+    return BPE_OK;
+}
+
+/* The pairs that neighbour x on `side` (0: left, 1: right) loses and gains when (a, b)
+ * becomes n. */
+static int neighbour(bpe_trainer *t, int side, int32_t x, int32_t a, int32_t b, int32_t n,
+                     neighbour_pairs **out) {
+    neighbour_pairs *np = &t->memo[side][x];
+    *out = np;
+    if (np->lost >= 0) return BPE_OK;
+    uint64_t lost_key = side == 0 ? pair_key(x, a) : pair_key(b, x);
+    np->lost = pair_map_get(&t->map, lost_key);
+    if (np->lost < 0) return BPE_EINTERNAL; /* the occurrence exists, so must its pair */
+    t->touched[side][t->n_touched[side]++] = x;
+    return side == 0 ? pair_index(t, x, n, &np->gained) : pair_index(t, n, x, &np->gained);
+}
+
+static void reset_memo(bpe_trainer *t) {
+    for (int side = 0; side < 2; side++) {
+        for (int64_t i = 0; i < t->n_touched[side]; i++) {
+            neighbour_pairs *np = &t->memo[side][t->touched[side][i]];
+            np->lost = np->gained = -1;
+        }
+        t->n_touched[side] = 0;
+    }
 }
 
 /* ---- construction ---- */
@@ -261,6 +314,10 @@ void bpe_trainer_free(bpe_trainer *t) {
     free(t->pairs);
     pair_queue_free(&t->queue);
     free(t->dirty);
+    for (int side = 0; side < 2; side++) {
+        free(t->memo[side]);
+        free(t->touched[side]);
+    }
     free(t);
 }
 
@@ -273,20 +330,22 @@ static int cmp_pos(const void *a, const void *b) {
 
 /* Replaces (a, b) at position p (b at q, the next symbol) by token n, moving the counts of
  * the neighbouring pairs: (l, a) becomes (l, n) and (b, r) becomes (n, r). The pair (a, b)
- * itself is `best`: its count is adjusted directly, with no lookup. */
-static int merge_at(bpe_trainer *t, int64_t p, int32_t best, int32_t n) {
+ * itself is `best`: its count is adjusted directly. */
+static int merge_at(bpe_trainer *t, int64_t p, int32_t best, int32_t a, int32_t b, int32_t n) {
     symbol *sym = t->sym;
-    int32_t a = sym[p].tok;
     int64_t q = p + sym[p].fwd, l = prev_of(sym, p), r = next_of(sym, q), w = sym[p].weight;
+    neighbour_pairs *np;
     int rc;
     t->pairs[best].count -= w;
     if (l >= 0) {
-        if ((rc = pair_lost(t, sym[l].tok, a, w)) != BPE_OK) return rc;
-        if ((rc = pair_gained(t, sym[l].tok, n, w, l)) != BPE_OK) return rc;
+        if ((rc = neighbour(t, 0, sym[l].tok, a, b, n, &np)) != BPE_OK ||
+            (rc = move_occurrence(t, np->lost, np->gained, w, l)) != BPE_OK)
+            return rc;
     }
     if (r >= 0) {
-        if ((rc = pair_lost(t, sym[q].tok, sym[r].tok, w)) != BPE_OK) return rc;
-        if ((rc = pair_gained(t, n, sym[r].tok, w, p)) != BPE_OK) return rc;
+        if ((rc = neighbour(t, 1, sym[r].tok, a, b, n, &np)) != BPE_OK ||
+            (rc = move_occurrence(t, np->lost, np->gained, w, p)) != BPE_OK)
+            return rc;
     }
     sym[p].tok = n;
     sym[p].fwd = r >= 0 ? (int32_t)(r - p) : 0;
@@ -305,15 +364,17 @@ static int merge_pair(bpe_trainer *t, int32_t best, int32_t n) {
     if (!taken.sorted) qsort(taken.pos, (size_t)taken.len, sizeof *taken.pos, cmp_pos);
 
     int rc = mark_dirty(t, best);
+    if (rc == BPE_OK) rc = grow_memo(t, t->tokens.n);
     const symbol *sym = t->sym;
     for (int64_t i = 0; i < taken.len && rc == BPE_OK; i++) {
         int64_t p = taken.pos[i];
         if (i + PREFETCH_AHEAD < taken.len) PREFETCH(&sym[taken.pos[i + PREFETCH_AHEAD]]);
         /* Stale sites are skipped: the token moved on, or this b was already merged. */
         if (sym[p].tok != a || !sym[p].fwd || sym[p + sym[p].fwd].tok != b) continue;
-        rc = merge_at(t, p, best, n);
+        rc = merge_at(t, p, best, a, b, n);
     }
     free(taken.pos);
+    reset_memo(t);
     if (rc != BPE_OK) return rc;
 
     for (int64_t i = 0; i < t->n_dirty; i++) {
