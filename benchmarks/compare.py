@@ -1,0 +1,73 @@
+"""End-to-end training time and peak memory, each trainer in a fresh process.
+
+usage: python benchmarks/compare.py CORPUS [--vocab-size 10000] [--tools bpe_cffi,rustbpe,...]
+       [--repeat 1] [--csv out.csv]
+
+Peak memory is that of the largest process the trainer ran (its own or a pool worker's),
+read from getrusage(RUSAGE_CHILDREN) in a wrapper process.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {here!r})
+import anchors
+fn = anchors.TRAINERS[{tool!r}]
+t = time.perf_counter()
+fn({path!r}, {vocab_size})
+wall = time.perf_counter() - t
+kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+          resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(json.dumps({{"wall_s": wall, "peak_mb": kib / 1024}}))
+"""
+
+
+def run_one(tool: str, path: str, vocab_size: int) -> dict | None:
+    code = _CHILD.format(here=HERE, tool=tool, path=os.path.abspath(path), vocab_size=vocab_size)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"  {tool}: failed or not installed ({last})", file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("corpus")
+    ap.add_argument("--vocab-size", type=int, default=10_000)
+    ap.add_argument("--tools", default="bpe_cffi,rustbpe,hf_tokenizers")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--csv")
+    args = ap.parse_args()
+    size_mb = os.path.getsize(args.corpus) / 1e6
+    rows = []
+    for tool in args.tools.split(","):
+        runs = [r for r in (run_one(tool, args.corpus, args.vocab_size)
+                            for _ in range(args.repeat)) if r]
+        if not runs:
+            continue
+        best = min(runs, key=lambda r: r["wall_s"])
+        rows.append({"tool": tool, "corpus_mb": round(size_mb, 1),
+                     "vocab_size": args.vocab_size, "wall_s": round(best["wall_s"], 2),
+                     "peak_mb": round(max(r["peak_mb"] for r in runs))})
+        print(f"{tool:15s} {size_mb:8.1f} MB  {best['wall_s']:7.2f} s  "
+              f"{rows[-1]['peak_mb']:6d} MB peak", flush=True)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Training benchmarks: end to end against the anchors, merge phase alone, counting alone.
+
+    pytest benchmarks/ --benchmark-only                       # run
+    pytest benchmarks/ --benchmark-only --benchmark-autosave  # run and save
+    pytest-benchmark compare                                  # compare saved runs
+
+Targets (2-core machine, realmix 27.5 MB, vocab 10 000): merge phase <= 0.5 s; end to end
+<= 1.5x rustbpe's time in the same run. Timings are reported, never asserted.
+"""
+import pytest
+
+import anchors
+
+VOCAB = 10_000
+EOT = "<|endoftext|>"
+
+
+@pytest.mark.benchmark(group="train end-to-end")
+@pytest.mark.parametrize("tool", list(anchors.TRAINERS))
+def test_train_end_to_end(benchmark, corpus, tool):
+    pytest.importorskip(anchors.MODULES[tool])
+    fn = anchors.TRAINERS[tool]
+    benchmark.pedantic(fn, args=(corpus, VOCAB), rounds=3, iterations=1)
+
+
+@pytest.mark.benchmark(group="merge phase")
+def test_merge_phase(benchmark, corpus_counts):
+    import bpe_cffi
+    benchmark.pedantic(bpe_cffi.train_from_counts, args=(corpus_counts, VOCAB, [EOT]),
+                       rounds=5, iterations=1)
+
+
+@pytest.mark.benchmark(group="pre-tokenize and count")
+def test_count_words(benchmark, corpus):
+    import bpe_cffi
+    benchmark.pedantic(bpe_cffi.count_words, args=(corpus, [EOT]), rounds=3, iterations=1)
