@@ -2,7 +2,9 @@
 from .counting import count_words
 from .pretokenize import GPT2_PATTERN
 from .sample import sample_path
+from .tokenizer import Tokenizer
 from .training import train_bpe, train_from_counts
 
-__all__ = ["GPT2_PATTERN", "count_words", "sample_path", "train_bpe", "train_from_counts"]
+__all__ = ["GPT2_PATTERN", "Tokenizer", "count_words", "sample_path", "train_bpe",
+           "train_from_counts"]
 __version__ = "0.1.0"

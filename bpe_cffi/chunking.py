@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Sequence
+from typing import AnyStr, Sequence
 
 from .pretokenize import GPT2_PATTERN
 
@@ -26,14 +26,21 @@ UNIT_LOCAL_PATTERNS = frozenset({GPT2_PATTERN})
 _BLOCK = 1 << 20  # bytes scanned at a time while looking for an edge
 
 
-def _edge_finder(specials: Sequence[bytes], unit_local: bool) -> "re.Pattern[bytes] | None":
-    alternatives = [b"(?=" + re.escape(s) + b")" for s in specials]
+def edge_finder(specials: Sequence[AnyStr], unit_local: bool, kind: type = bytes):
+    """A pattern whose match starts are the candidate edges (still to be checked with
+    `straddled`) in text of type `kind` (bytes for files, str for encode_iterable); None when
+    nothing can be an edge."""
+    alternatives = ["(?=" + re.escape(s if isinstance(s, str) else s.decode("utf-8")) + ")"
+                    for s in specials]
     if unit_local:
-        alternatives.append(rb"(?<=[\x21-\x7e])(?=[\t\n\x0b\x0c\r ])")
-    return re.compile(b"|".join(alternatives)) if alternatives else None
+        alternatives.append(r"(?<=[\x21-\x7e])(?=[\t\n\x0b\x0c\r ])")
+    if not alternatives:
+        return None
+    pattern = "|".join(alternatives)
+    return re.compile(pattern.encode("utf-8") if kind is bytes else pattern)
 
 
-def _straddled(block: bytes, i: int, specials: Sequence[bytes]) -> bool:
+def straddled(block: AnyStr, i: int, specials: Sequence[AnyStr]) -> bool:
     """Whether an occurrence of a special token starts before block[i] and ends after it."""
     for s in specials:
         j = block.find(s, max(0, i - len(s) + 1), i + len(s) - 1)
@@ -56,7 +63,7 @@ def next_safe_edge(f, pos: int, size: int, specials: Sequence[bytes], finder) ->
             i = m.start()
             if lo + i >= start + _BLOCK:
                 break
-            if not _straddled(block, i, specials):
+            if not straddled(block, i, specials):
                 return lo + i
         start += _BLOCK
     return size
@@ -71,7 +78,7 @@ def plan_chunks(path: str, specials: Sequence[str], pattern: str, target: int) -
     """Splits the file into (start, end) byte ranges of about `target` bytes on safe edges."""
     size = os.path.getsize(path)
     special_bytes = [s.encode("utf-8") for s in specials]
-    finder = _edge_finder(special_bytes, pattern in UNIT_LOCAL_PATTERNS)
+    finder = edge_finder(special_bytes, pattern in UNIT_LOCAL_PATTERNS)
     edges = [0]
     with open(path, "rb") as f:
         while edges[-1] + target < size:
@@ -81,3 +88,26 @@ def plan_chunks(path: str, specials: Sequence[str], pattern: str, target: int) -
             edges.append(edge)
     edges.append(size)
     return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+
+
+def last_safe_edge(text: str, specials: Sequence[str], finder) -> int:
+    """The last safe edge of a text that may continue, or 0 if there is none yet.
+
+    Only edges that more text cannot invalidate count: a special token occurrence that
+    straddles the edge must lie wholly inside `text`, so edges closer to the end than the
+    longest special are not considered.
+    """
+    if finder is None:
+        return 0
+    limit = len(text) - max([len(s) - 1 for s in specials] + [0])
+    best = 0
+    # Look at the tail first: a safe edge is almost always near the end.
+    for window in (1 << 12, 1 << 16, len(text)):
+        start = max(0, limit - window)
+        for m in finder.finditer(text, start, max(start, limit)):
+            i = m.start()
+            if 0 < i <= limit and not straddled(text, i, specials):
+                best = i
+        if best or start == 0:
+            return best
+    return best

@@ -42,4 +42,24 @@ int bpe_trainer_step(bpe_trainer *t, int64_t max_merges, int32_t *left, int32_t 
 
 void bpe_trainer_free(bpe_trainer *t);
 
+/* ---- encoding ------------------------------------------------------------------------ */
+
+typedef struct bpe_encoder bpe_encoder;
+
+/* Builds an encoder. byte_ids[b] is the id of the one-byte token b, or -1 if the vocabulary
+ * has none (such a byte then encodes to -1, which the caller reports).
+ * Merge r (its rank) turns the adjacent ids (left[r], right[r]) into merged[r]; a pair listed
+ * twice keeps its first rank. Ids must lie in [0, n_ids). The encoder is immutable once built,
+ * so one encoder may serve several threads at once. */
+int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
+                    const int32_t *merged, int64_t n_merges, int32_t n_ids, bpe_encoder **out);
+
+/* Encodes pre-tokens: word i is bytes[offsets[i] .. offsets[i+1]) (SPEC 2.3: merges applied by
+ * rank within each word, never across words). Writes the ids of all words, in order, to ids
+ * (room for out_cap ids; offsets[n_words] always suffices) and their number to *n_out. */
+int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, const int64_t *offsets,
+                       int64_t n_words, int32_t *ids, int64_t out_cap, int64_t *n_out);
+
+void bpe_encoder_free(bpe_encoder *e);
+
 #endif

@@ -86,3 +86,36 @@ def train_text(text: str, vocab_size: int, specials=(), pattern: str = GPT2_PATT
     for s in specials:
         vocab[len(vocab)] = s.encode("utf-8")
     return vocab, merges
+
+
+def encode(text: str, vocab: dict[int, bytes], merges, specials=(), pattern=GPT2_PATTERN):
+    """SPEC 2: specials first, pre-tokenize, merge by rank (one at a time, leftmost first)."""
+    rank = {}
+    for r, pair in enumerate(merges):
+        rank.setdefault(pair, r)
+    to_id = {}
+    for i in sorted(vocab):
+        to_id.setdefault(vocab[i], i)
+    special_id = {}
+    next_id = max(vocab) + 1
+    for s in dict.fromkeys(specials):
+        if s.encode() not in to_id:
+            to_id[s.encode()] = next_id
+            next_id += 1
+        special_id[s] = to_id[s.encode()]
+    pat = regex.compile(pattern)
+    ids = []
+    for piece, is_special in split_specials(text, specials):
+        if is_special:
+            ids.append(special_id[piece])
+            continue
+        for m in pat.finditer(piece):
+            tokens = [bytes([b]) for b in m.group().encode("utf-8")]
+            while len(tokens) > 1:
+                ranks = [rank.get(p, float("inf")) for p in zip(tokens, tokens[1:])]
+                best = min(range(len(ranks)), key=lambda i: ranks[i])  # leftmost lowest
+                if ranks[best] == float("inf"):
+                    break
+                tokens[best:best + 2] = [tokens[best] + tokens[best + 1]]
+            ids.extend(to_id[t] for t in tokens)
+    return ids

@@ -1,0 +1,251 @@
+"""Tokenizer (SPEC 2): encode and decode with learned merges, over the C encoding core."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import struct
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from ._lib import check, ffi, lib
+from .chunking import UNIT_LOCAL_PATTERNS, chunk_target, edge_finder, last_safe_edge, plan_chunks
+from .counting import check_input_file, read_range, resolve_workers
+from .files import atomic_write, load_gpt2
+from .pretokenize import (GPT2_PATTERN, compile_pattern, special_splitter, split_on_specials,
+                          unique_specials)
+
+_ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
+
+
+class Tokenizer:
+    """Byte-level BPE tokenizer: `encode` gives the same ids as tiktoken with the same ranks."""
+
+    def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
+                 special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN):
+        self._check_vocab(vocab)
+        self.pattern = pattern
+        self._regex = compile_pattern(pattern)
+        self.special_tokens = unique_specials(special_tokens)
+        self._splitter = special_splitter(self.special_tokens)
+        self._finder = edge_finder(self.special_tokens, pattern in UNIT_LOCAL_PATTERNS, str)
+
+        self.id_to_token: dict[int, bytes] = dict(vocab)
+        self.token_to_id: dict[bytes, int] = {}
+        for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
+            self.token_to_id.setdefault(vocab[i], i)
+        self.special_ids: dict[str, int] = {}
+        for s in self.special_tokens:
+            b = s.encode("utf-8")
+            if b not in self.token_to_id:  # SPEC 2: a fresh id when the bytes are new
+                new_id = max(self.id_to_token, default=-1) + 1
+                self.id_to_token[new_id] = b
+                self.token_to_id[b] = new_id
+            self.special_ids[s] = self.token_to_id[b]
+        self.merges = [tuple(m) for m in merges]
+        self._encoder = self._build_encoder()
+        self.vocab_size = max(self.id_to_token, default=-1) + 1
+        self._dtype = np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
+
+    # ---- construction ----
+
+    @staticmethod
+    def _check_vocab(vocab) -> None:
+        if not isinstance(vocab, dict):
+            raise TypeError(f"vocab must be a dict of int -> bytes, not {type(vocab).__name__}")
+        for i, b in vocab.items():
+            if isinstance(i, bool) or not isinstance(i, int) or i < 0 or i >= 2**31:
+                raise TypeError(f"vocab ids must be ints in [0, 2**31), got {i!r}")
+            if not isinstance(b, bytes):
+                raise TypeError(f"vocab values must be bytes, got {type(b).__name__} for id {i}")
+
+    def _id_of(self, token: bytes, what: str) -> int:
+        try:
+            return self.token_to_id[token]
+        except KeyError:
+            raise ValueError(f"{what} {token!r} is not in the vocabulary") from None
+
+    def _build_encoder(self):
+        byte_ids = np.array([self.token_to_id.get(bytes([b]), -1) for b in range(256)], np.int32)
+        n = len(self.merges)
+        left, right, merged = (np.empty(n, np.int32) for _ in range(3))
+        for r, (a, b) in enumerate(self.merges):
+            if not isinstance(a, bytes) or not isinstance(b, bytes):
+                raise TypeError(f"merge {r} must be a pair of bytes, got {(a, b)!r}")
+            left[r] = self._id_of(a, f"merge {r} names the token")
+            right[r] = self._id_of(b, f"merge {r} names the token")
+            merged[r] = self._id_of(a + b, f"merge {r} makes the token")
+        n_ids = max(self.id_to_token) + 1
+        out = ffi.new("bpe_encoder **")
+        check(lib.bpe_encoder_new(ffi.from_buffer("int32_t[]", byte_ids),
+                                  ffi.from_buffer("int32_t[]", left),
+                                  ffi.from_buffer("int32_t[]", right),
+                                  ffi.from_buffer("int32_t[]", merged), n, n_ids, out),
+              "bpe_encoder_new")
+        return ffi.gc(out[0], lib.bpe_encoder_free)
+
+    @classmethod
+    def from_files(cls, vocab_filepath, merges_filepath,
+                   special_tokens: Iterable[str] | None = None,
+                   pattern: str = GPT2_PATTERN) -> "Tokenizer":
+        """Loads GPT-2 style vocab.json + merges.txt."""
+        vocab, merges = load_gpt2(vocab_filepath, merges_filepath)
+        return cls(vocab, merges, special_tokens, pattern)
+
+    def __len__(self) -> int:
+        return len(self.id_to_token)
+
+    def __getstate__(self):  # for process pools: rebuild the C encoder on the other side
+        vocab = {i: b for i, b in self.id_to_token.items()}
+        return vocab, self.merges, self.special_tokens, self.pattern
+
+    def __setstate__(self, state):
+        self.__init__(*state)
+
+    # ---- encoding ----
+
+    def _encode_ordinary(self, text: str) -> np.ndarray:
+        """int32 ids of text that holds no special token."""
+        pieces = self._regex.findall(text)
+        if not pieces:
+            return np.empty(0, np.int32)
+        joined = "".join(pieces)  # == text when the pattern covers every character
+        blob = joined.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
+        char_ends = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))
+        offsets = np.zeros(len(pieces) + 1, np.int64)
+        if len(blob) == len(joined):  # ASCII: characters are bytes
+            offsets[1:] = char_ends
+        else:  # UTF-8 length of each character, summed up to each piece's end
+            cps = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
+            widths = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
+            offsets[1:] = np.cumsum(widths, dtype=np.int64)[char_ends - 1]
+        ids = np.empty(len(blob), np.int32)
+        n_out = ffi.new("int64_t *")
+        check(lib.bpe_encoder_encode(self._encoder, ffi.from_buffer("uint8_t[]", blob),
+                                     ffi.from_buffer("int64_t[]", offsets), len(pieces),
+                                     ffi.from_buffer("int32_t[]", ids), len(ids), n_out),
+              "bpe_encoder_encode")
+        ids = ids[:n_out[0]]
+        if len(ids) and ids.min() < 0:  # only possible with a vocabulary missing some bytes
+            missing = sorted({b for b in blob if bytes([b]) not in self.token_to_id})
+            raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
+                             "which have no token in the vocabulary")
+        return ids
+
+    def _encode_array(self, text: str) -> np.ndarray:
+        if not isinstance(text, str):
+            raise TypeError(f"encode takes a str, not {type(text).__name__}")
+        parts = []
+        for piece, is_special in split_on_specials(text, self._splitter):
+            if is_special:
+                parts.append(np.array([self.special_ids[piece]], np.int32))
+            else:
+                parts.append(self._encode_ordinary(piece))
+        return np.concatenate(parts) if parts else np.empty(0, np.int32)
+
+    def encode(self, text: str) -> list[int]:
+        return self._encode_array(text).tolist()
+
+    def encode_to_numpy(self, text: str) -> np.ndarray:
+        """The ids as uint16 when every id fits, else uint32."""
+        return self._encode_array(text).astype(self._dtype)
+
+    def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
+        """Lazily yields encode("".join(iterable)), holding only a bounded window of text.
+
+        Text is encoded up to the last edge where more text cannot change the result
+        (chunking.py); the rest waits for the next chunk.
+        """
+        pending: list[str] = []
+        size = 0
+        for chunk in iterable:
+            if not isinstance(chunk, str):
+                raise TypeError(f"encode_iterable takes str chunks, not {type(chunk).__name__}")
+            pending.append(chunk)
+            size += len(chunk)
+            if size < _ITER_BATCH:
+                continue
+            text = "".join(pending)
+            cut = last_safe_edge(text, self.special_tokens, self._finder)
+            if cut:
+                yield from self.encode(text[:cut])
+                text = text[cut:]
+            pending, size = [text], len(text)
+        yield from self.encode("".join(pending))
+
+    def encode_file(self, input_path, output_path, *, num_workers: int | None = None,
+                    progress: bool = False) -> int:
+        """Encodes a whole UTF-8 file into a flat .npy of ids (uint16 when they fit), in input
+        order, written atomically. Returns the number of ids."""
+        path = check_input_file(input_path)
+        workers = resolve_workers(num_workers)
+        size = os.path.getsize(path)
+        ranges = plan_chunks(path, self.special_tokens, self.pattern, chunk_target(size, workers))
+        dtype = np.dtype(self._dtype)
+        total = 0
+        with atomic_write(os.fspath(output_path), "wb") as f, \
+                tqdm(total=size, unit="B", unit_scale=True, desc="encode",
+                     disable=None if progress else True) as bar:
+            f.write(_npy_header(dtype, 0))  # rewritten with the real length at the end
+            tasks = [(path, a, b) for a, b in ranges]
+            if workers == 1 or len(tasks) <= 1:
+                results = (_encode_range_with(self, t) for t in tasks)
+                pool = None
+            else:
+                pool = multiprocessing.get_context().Pool(
+                    min(workers, len(tasks)), initializer=_init_worker, initargs=(self,))
+                results = pool.imap(_encode_range, tasks)
+            try:
+                for ids, n_bytes in results:
+                    f.write(ids.astype(dtype).tobytes())
+                    total += len(ids)
+                    bar.update(n_bytes)
+            finally:
+                if pool is not None:
+                    pool.terminate()
+                    pool.join()
+            f.seek(0)
+            f.write(_npy_header(dtype, total))
+        return total
+
+    # ---- decoding ----
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Concatenates the tokens' bytes and decodes them as UTF-8 (bad bytes -> U+FFFD)."""
+        if isinstance(ids, np.ndarray):
+            ids = ids.tolist()
+        table = self.id_to_token
+        try:
+            data = b"".join([table[i] for i in ids])
+        except (KeyError, TypeError):
+            bad = next(i for i in ids if not isinstance(i, int) or i not in table)
+            raise ValueError(f"id {bad!r} is not in the vocabulary") from None
+        return data.decode("utf-8", errors="replace")
+
+
+# ---- encode_file workers ----
+
+_worker_tokenizer: Tokenizer | None = None
+
+
+def _init_worker(tok: Tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tok
+
+
+def _encode_range_with(tok: Tokenizer, task) -> tuple[np.ndarray, int]:
+    path, start, end = task
+    return tok._encode_array(read_range(path, start, end)), end - start
+
+
+def _encode_range(task) -> tuple[np.ndarray, int]:
+    return _encode_range_with(_worker_tokenizer, task)
+
+
+def _npy_header(dtype: np.dtype, n: int) -> bytes:
+    """A .npy v1.0 header of fixed size (128 bytes) for a 1-D array of n items, so the real
+    length can be written over the placeholder once known."""
+    d = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (dtype.str, n)
+    body = d + " " * (128 - 10 - len(d) - 1) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(body)) + body.encode("latin1")

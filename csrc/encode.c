@@ -1,0 +1,243 @@
+/* encode.c - applying learned merges to pre-tokens (SPEC 2.3).
+ *
+ * Within a word, the adjacent pair whose merge was learned earliest is merged first; among
+ * equal pairs the leftmost goes first, which is the left-to-right, non-overlapping rule of
+ * training. Short words (almost all of them) use a flat array and rescan for the lowest rank,
+ * as tiktoken does; long ones use a heap so a 20 MB pre-token is O(n log n), not O(n^2).
+ *
+ * Each call keeps a small cache from word bytes to where its ids were first written, so a
+ * repeated word costs one hash lookup and a copy. The cache is local to the call: the encoder
+ * itself is never written after construction, which keeps concurrent calls safe.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
+#include "pair_map.h"
+
+#define SHORT_WORD 128          /* up to this many bytes: array + rescan */
+#define CACHE_MAX_SLOTS (1 << 17)
+#define NO_RANK INT32_MAX
+
+struct bpe_encoder {
+    int32_t byte_ids[256];
+    pair_map ranks;  /* (left, right) -> rank */
+    int32_t *merged; /* merged[rank]: the id the pair becomes */
+    int64_t n_merges;
+};
+
+int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
+                    const int32_t *merged, int64_t n_merges, int32_t n_ids, bpe_encoder **out) {
+    if (!out || !byte_ids || n_merges < 0 || n_ids < 0 || n_merges >= INT32_MAX) return BPE_EINVAL;
+    if (n_merges > 0 && (!left || !right || !merged)) return BPE_EINVAL;
+    *out = NULL;
+    for (int b = 0; b < 256; b++)
+        if (byte_ids[b] < -1 || byte_ids[b] >= n_ids) return BPE_EINVAL;
+    for (int64_t r = 0; r < n_merges; r++)
+        if (left[r] < 0 || left[r] >= n_ids || right[r] < 0 || right[r] >= n_ids ||
+            merged[r] < 0 || merged[r] >= n_ids)
+            return BPE_EINVAL;
+
+    bpe_encoder *e = calloc(1, sizeof *e);
+    if (!e) return BPE_ENOMEM;
+    memcpy(e->byte_ids, byte_ids, sizeof e->byte_ids);
+    e->n_merges = n_merges;
+    e->merged = malloc((size_t)n_merges * sizeof *e->merged + 1);
+    int rc = e->merged ? pair_map_init(&e->ranks, n_merges) : BPE_ENOMEM;
+    for (int64_t r = 0; rc == BPE_OK && r < n_merges; r++) {
+        int32_t rank = (int32_t)r;
+        int inserted;
+        e->merged[r] = merged[r];
+        rc = pair_map_get_or_put(&e->ranks, pair_key(left[r], right[r]), &rank, &inserted);
+    }
+    if (rc != BPE_OK) {
+        bpe_encoder_free(e);
+        return rc;
+    }
+    *out = e;
+    return BPE_OK;
+}
+
+void bpe_encoder_free(bpe_encoder *e) {
+    if (!e) return;
+    pair_map_free(&e->ranks);
+    free(e->merged);
+    free(e);
+}
+
+static inline int32_t rank_of(const bpe_encoder *e, int32_t a, int32_t b) {
+    if (a < 0 || b < 0) return NO_RANK; /* a byte without a token merges with nothing */
+    int32_t r = pair_map_get(&e->ranks, pair_key(a, b));
+    return r < 0 ? NO_RANK : r;
+}
+
+/* ---- short words: array, rescan for the lowest rank ---- */
+
+static int64_t encode_short(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_t *ids) {
+    int32_t rank[SHORT_WORD]; /* rank[i]: rank of (ids[i], ids[i+1]) */
+    for (int64_t i = 0; i < n; i++) ids[i] = e->byte_ids[w[i]];
+    for (int64_t i = 0; i + 1 < n; i++) rank[i] = rank_of(e, ids[i], ids[i + 1]);
+    while (n > 1) {
+        int64_t best = 0;
+        for (int64_t i = 1; i + 1 < n; i++)
+            if (rank[i] < rank[best]) best = i; /* strict: leftmost among equals */
+        if (rank[best] == NO_RANK) break;
+        ids[best] = e->merged[rank[best]];
+        memmove(&ids[best + 1], &ids[best + 2], (size_t)(n - best - 2) * sizeof *ids);
+        memmove(&rank[best + 1], &rank[best + 2], (size_t)(n - best - 3 > 0 ? n - best - 3 : 0) * sizeof *rank);
+        n--;
+        if (best > 0) rank[best - 1] = rank_of(e, ids[best - 1], ids[best]);
+        if (best + 1 < n) rank[best] = rank_of(e, ids[best], ids[best + 1]);
+    }
+    return n;
+}
+
+/* ---- long words: linked list + heap of (rank, position) ---- */
+
+typedef struct {
+    int32_t rank;
+    int64_t pos;
+} heap_item;
+
+static int item_before(heap_item x, heap_item y) {
+    return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos);
+}
+
+static void heap_push(heap_item *h, int64_t *n, heap_item it) {
+    int64_t i = (*n)++;
+    while (i > 0 && item_before(it, h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = it;
+}
+
+static heap_item heap_pop(heap_item *h, int64_t *n) {
+    heap_item top = h[0], last = h[--(*n)];
+    int64_t i = 0;
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && item_before(h[c + 1], h[c])) c++;
+        if (!item_before(h[c], last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+static int encode_long(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_t *ids,
+                       int64_t *n_ids) {
+    int32_t *tok = malloc((size_t)n * sizeof *tok);
+    int64_t *nxt = malloc((size_t)n * sizeof *nxt), *prv = malloc((size_t)n * sizeof *prv);
+    /* Each merge pushes at most two pairs: n initial + 2n more bounds the heap. */
+    heap_item *heap = malloc((size_t)(3 * n) * sizeof *heap);
+    if (!tok || !nxt || !prv || !heap) {
+        free(tok), free(nxt), free(prv), free(heap);
+        return BPE_ENOMEM;
+    }
+    int64_t hn = 0;
+    for (int64_t i = 0; i < n; i++) {
+        tok[i] = e->byte_ids[w[i]];
+        prv[i] = i - 1;
+        nxt[i] = i + 1 < n ? i + 1 : -1;
+    }
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int32_t r = rank_of(e, tok[i], tok[i + 1]);
+        if (r != NO_RANK) heap_push(heap, &hn, (heap_item){r, i});
+    }
+    while (hn > 0) {
+        heap_item it = heap_pop(heap, &hn);
+        int64_t p = it.pos, q = nxt[p];
+        /* Stale if p was merged away (tok -1), has no right neighbour, or its pair changed:
+         * ranks are unique per pair, so an equal rank means the same pair. */
+        if (tok[p] < 0 || q < 0 || rank_of(e, tok[p], tok[q]) != it.rank) continue;
+        tok[p] = e->merged[it.rank];
+        tok[q] = -1;
+        nxt[p] = nxt[q];
+        if (nxt[p] >= 0) prv[nxt[p]] = p;
+        if (prv[p] >= 0) {
+            int32_t r = rank_of(e, tok[prv[p]], tok[p]);
+            if (r != NO_RANK) heap_push(heap, &hn, (heap_item){r, prv[p]});
+        }
+        if (nxt[p] >= 0) {
+            int32_t r = rank_of(e, tok[p], tok[nxt[p]]);
+            if (r != NO_RANK) heap_push(heap, &hn, (heap_item){r, p});
+        }
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i >= 0 && i < n; i = nxt[i]) ids[k++] = tok[i];
+    *n_ids = k;
+    free(tok), free(nxt), free(prv), free(heap);
+    return BPE_OK;
+}
+
+/* ---- the per-call cache ---- */
+
+typedef struct {
+    uint64_t hash;
+    int64_t word;  /* offset of the word's bytes in the input; -1 marks a free slot */
+    int64_t len;
+    int64_t out;   /* where its ids were first written */
+    int64_t n_ids;
+} cache_slot;
+
+static uint64_t hash_word(const uint8_t *p, int64_t n) {
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)n;
+    for (int64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, const int64_t *offsets,
+                       int64_t n_words, int32_t *ids, int64_t out_cap, int64_t *n_out) {
+    if (!e || !offsets || !n_out || n_words < 0) return BPE_EINVAL;
+    *n_out = 0;
+    if (offsets[0] != 0 || (offsets[n_words] > 0 && !bytes)) return BPE_EINVAL;
+    for (int64_t i = 0; i < n_words; i++)
+        if (offsets[i + 1] < offsets[i]) return BPE_EINVAL;
+    if (out_cap < offsets[n_words] || (out_cap > 0 && !ids)) return BPE_EINVAL;
+
+    int64_t cap = 64;
+    while (cap < 2 * n_words && cap < CACHE_MAX_SLOTS) cap *= 2;
+    cache_slot *cache = malloc((size_t)cap * sizeof *cache);
+    if (!cache) return BPE_ENOMEM;
+    for (int64_t i = 0; i < cap; i++) cache[i].word = -1;
+    int64_t cached = 0, out = 0;
+    int rc = BPE_OK;
+
+    for (int64_t wi = 0; wi < n_words && rc == BPE_OK; wi++) {
+        const uint8_t *w = bytes + offsets[wi];
+        int64_t n = offsets[wi + 1] - offsets[wi];
+        if (n == 0) continue;
+        if (n == 1) { /* a single byte is its own token: nothing to cache */
+            ids[out++] = e->byte_ids[w[0]];
+            continue;
+        }
+        uint64_t h = hash_word(w, n);
+        int64_t slot = (int64_t)(h & (uint64_t)(cap - 1));
+        for (; cache[slot].word >= 0; slot = (slot + 1) & (cap - 1)) {
+            const cache_slot *c = &cache[slot];
+            if (c->hash == h && c->len == n && memcmp(bytes + c->word, w, (size_t)n) == 0) break;
+        }
+        if (cache[slot].word >= 0) { /* hit: copy the ids written the first time */
+            memcpy(&ids[out], &ids[cache[slot].out], (size_t)cache[slot].n_ids * sizeof *ids);
+            out += cache[slot].n_ids;
+            continue;
+        }
+        int64_t k;
+        if (n <= SHORT_WORD)
+            k = encode_short(e, w, n, &ids[out]);
+        else
+            rc = encode_long(e, w, n, &ids[out], &k);
+        if (rc != BPE_OK) break;
+        if (2 * (cached + 1) <= cap) { /* a full cache just stops learning */
+            cache[slot] = (cache_slot){h, offsets[wi], n, out, k};
+            cached++;
+        }
+        out += k;
+    }
+    free(cache);
+    *n_out = out;
+    return rc;
+}

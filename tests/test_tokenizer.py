@@ -1,0 +1,291 @@
+"""Tokenizer: SPEC 2 examples, reference / tiktoken / tokenizers agreement, streaming, errors."""
+from __future__ import annotations
+
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpe_cffi
+from bpe_cffi import Tokenizer, tokenizer as tokenizer_module
+from bpe_cffi.files import save_gpt2
+
+import reference
+
+EOT = "<|endoftext|>"
+EDGE_CASES = [
+    "", "a", " ", "  ", "\n", "hello world", "🙂", "👨‍👩‍👧‍👦 family", "🏳️‍🌈", "字字字 中文 漢字",
+    "\t\r\n  \u00a0\u3000 x  ", "trailing spaces   ", "   leading", "it's we'll they've you're I'd",
+    "'s'S 'LL", "12345 3.14159 1,000,000 ١٢٣", "a\u2028b\u0085c\u001cd", "x" * 1000,
+    "ab" * 300, " " * 200 + "z", "\r\n\r\n", "naïve café Ωμέγα Привет", "<|endoftext", "|>",
+]
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A 3 000-token vocabulary trained on the packaged sample corpus."""
+    vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 3000, [EOT])
+    return vocab, merges
+
+
+@pytest.fixture(scope="module")
+def tok(trained):
+    return Tokenizer(*trained, special_tokens=[EOT])
+
+
+@pytest.fixture(scope="module")
+def tiktoken_enc(trained):
+    tiktoken = pytest.importorskip("tiktoken")
+    vocab, merges = trained
+    ranks = {vocab[i]: i for i in range(256 + len(merges))}
+    return tiktoken.Encoding("bpe_cffi_test", pat_str=bpe_cffi.GPT2_PATTERN,
+                             mergeable_ranks=ranks, special_tokens={EOT: 256 + len(merges)})
+
+
+# ---- SPEC ----------------------------------------------------------------------------------
+
+def test_spec_worked_example():
+    vocab = {0: b" ", 1: b"a", 2: b"c", 3: b"e", 4: b"h", 5: b"t", 6: b"th", 7: b" c", 8: b" a",
+             9: b"the", 10: b" at"}
+    merges = [(b"t", b"h"), (b" ", b"c"), (b" ", b"a"), (b"th", b"e"), (b" a", b"t")]
+    tok = Tokenizer(vocab, merges)
+    assert tok.encode("the cat ate") == [9, 7, 1, 5, 10, 3]
+    assert tok.decode([9, 7, 1, 5, 10, 3]) == "the cat ate"
+
+
+def test_overlapping_specials_longest_first(trained):
+    double = EOT + EOT
+    tok = Tokenizer(*trained, special_tokens=[EOT, double])
+    ids = tok.encode(f"a{double}b{EOT}c")
+    assert ids.count(tok.special_ids[double]) == 1
+    assert ids.count(tok.special_ids[EOT]) == 1
+    assert tok.special_ids[double] == len(trained[0])  # not in the vocab: a fresh id
+    assert tok.decode(ids) == f"a{double}b{EOT}c"
+
+
+def test_without_specials_the_marker_is_text(trained):
+    tok = Tokenizer(*trained)
+    ids = tok.encode(f"x{EOT}y")
+    assert len(ids) > 3
+    assert tok.decode(ids) == f"x{EOT}y"
+
+
+def test_special_already_in_vocab_keeps_its_id(trained):
+    vocab, merges = trained
+    tok = Tokenizer(vocab, merges, special_tokens=["the"])
+    assert tok.special_ids["the"] == tok.token_to_id[b"the"]
+
+
+# ---- agreement with the reference and the oracles ------------------------------------------
+
+@pytest.mark.parametrize("text", EDGE_CASES)
+def test_edge_cases_match_reference_and_tiktoken(tok, trained, tiktoken_enc, text):
+    want = reference.encode(text, *trained, [EOT])
+    assert tok.encode(text) == want
+    assert tiktoken_enc.encode(text, allowed_special="all") == want
+    assert tok.decode(tok.encode(text)) == text
+
+
+unicode_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
+mixed_text = st.lists(st.sampled_from(
+    ["the", " the", " and", "  ", "\n", "\t", "\r\n", "\u00a0", "\u3000", "'s", "'ll", "12",
+     "🙂", "字", "é", EOT, "<|", " LORD", "God", "x"]), max_size=60).map("".join)
+
+
+@given(text=st.one_of(unicode_text, mixed_text))
+@settings(suppress_health_check=[HealthCheck.too_slow])
+def test_random_text_matches_tiktoken_and_round_trips(tok, tiktoken_enc, text):
+    ids = tok.encode(text)
+    assert ids == tiktoken_enc.encode(text, allowed_special="all")
+    assert tok.decode(ids) == text
+
+
+@given(text=mixed_text)
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
+def test_random_text_matches_reference(tok, trained, text):
+    assert tok.encode(text) == reference.encode(text, *trained, [EOT])
+
+
+def test_real_text_matches_tiktoken(tok, tiktoken_enc, realmix_head):
+    text = realmix_head[:1_000_000]
+    assert tok.encode(text) == tiktoken_enc.encode(text, allowed_special="all")
+
+
+def test_matches_hf_tokenizers(trained, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab, merges = trained
+    vocab = {i: b for i, b in vocab.items() if b != EOT.encode()}
+    save_gpt2(vocab, merges, str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(
+        str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt")))
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    ours = Tokenizer(vocab, merges)
+    for text in EDGE_CASES + [open(bpe_cffi.sample_path(), encoding="utf-8").read()[:50_000]]:
+        assert ours.encode(text) == hf.encode(text).ids, text
+
+
+def test_long_pretoken_uses_heap_path(tok, trained):
+    # Pre-tokens over 128 bytes take the heap path in C: compare with the reference.
+    for text in ["a" * 5000, "ab" * 3000, "the" * 2000, "字" * 700, "x" * 129]:
+        assert tok.encode(text) == reference.encode(text, *trained, [EOT])
+
+
+# ---- numpy, files, iterables --------------------------------------------------------------
+
+def test_encode_to_numpy(tok):
+    arr = tok.encode_to_numpy("In the beginning God created")
+    assert arr.dtype == np.uint16
+    assert arr.tolist() == tok.encode("In the beginning God created")
+    big = Tokenizer({i: bytes([i]) for i in range(256)} | {70_000: b"zz"}, [(b"z", b"z")])
+    assert big.encode_to_numpy("zz").dtype == np.uint32
+
+
+@pytest.mark.parametrize("batch", [1, 2, 7, 64])
+@given(text=mixed_text, cuts=st.lists(st.integers(0, 400), max_size=8))
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow,
+                                                  HealthCheck.function_scoped_fixture])
+def test_encode_iterable_equals_encode(tok, monkeypatch, batch, text, cuts):
+    monkeypatch.setattr(tokenizer_module, "_ITER_BATCH", batch)
+    cuts = sorted({min(c, len(text)) for c in cuts})
+    chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    assert list(tok.encode_iterable(chunks)) == tok.encode(text)
+
+
+def test_encode_iterable_over_file_lines(tok, tmp_path, monkeypatch):
+    monkeypatch.setattr(tokenizer_module, "_ITER_BATCH", 100)
+    # Lines ending in whitespace: "\n" and trailing spaces belong with the next line's start.
+    text = "".join(f"line {i} ends with spaces   \n  indented{EOT}\n\n\tx \u3000\n"
+                   for i in range(300))
+    path = tmp_path / "lines.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    with open(path, encoding="utf-8", newline="") as f:
+        assert list(tok.encode_iterable(f)) == tok.encode(text)
+
+
+def test_encode_iterable_memory_is_bounded(tok, tmp_path):
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    path = tmp_path / "big.txt"
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(28_000_000 // len(sample.encode()) + 1):
+            f.write(sample)
+    tracemalloc.start()
+    n = 0
+    with open(path, encoding="utf-8") as f:
+        for _ in tok.encode_iterable(f):
+            n += 1
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert n > 5_000_000
+    assert peak < 16 * 2**20, f"peak traced memory {peak / 2**20:.1f} MB"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_encode_file(tok, tmp_path, workers):
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    text = (sample + "\n") * 8  # ~3 MB: several chunks
+    src = tmp_path / "in.txt"
+    src.write_text(text, encoding="utf-8")
+    out = tmp_path / "ids.npy"
+    n = tok.encode_file(src, out, num_workers=workers)
+    arr = np.load(out)
+    assert arr.dtype == np.uint16 and len(arr) == n
+    assert arr.tolist() == tok.encode(text)
+
+
+def test_from_files_round_trip(trained, tmp_path):
+    vocab, merges = trained
+    save_gpt2(vocab, merges, str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
+    loaded = Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", [EOT])
+    assert loaded.id_to_token == vocab
+    assert loaded.merges == merges
+    text = "In the beginning<|endoftext|> God"
+    assert loaded.encode(text) == Tokenizer(vocab, merges, [EOT]).encode(text)
+
+
+def test_inspection(tok, trained):
+    assert len(tok) == len(trained[0]) == tok.vocab_size
+    assert tok.id_to_token[300] == trained[0][300]
+    assert tok.token_to_id[trained[0][300]] == 300
+
+
+def test_concurrent_threads_agree(tok):
+    text = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    want = tok.encode(text)
+    results = [None] * 8
+
+    def work(k):
+        results[k] = tok.encode(text)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r == want for r in results)
+
+
+# ---- bad input -----------------------------------------------------------------------------
+
+def test_decode_unknown_id(tok):
+    with pytest.raises(ValueError, match="99999"):
+        tok.decode([1, 2, 99999])
+    with pytest.raises(ValueError):
+        tok.decode([-1])
+
+
+def test_decode_malformed_bytes_gives_replacement(tok):
+    assert tok.decode([0xE2, 0x82]) == "\ufffd"  # a cut-off 3-byte sequence
+    assert tok.decode([0xFF, ord("a")]) == "\ufffda"
+
+
+def test_merge_with_unknown_token_fails_at_construction():
+    vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(ValueError, match="merge 0"):
+        Tokenizer(vocab, [(b"a", b"b")])  # b"ab" is not in the vocab
+    with pytest.raises(ValueError, match="merge 1"):
+        Tokenizer(vocab | {256: b"ab"}, [(b"a", b"b"), (b"ab", b"zzz")])
+
+
+def test_encode_type_errors(tok):
+    with pytest.raises(TypeError):
+        tok.encode(b"bytes")
+    with pytest.raises(TypeError):
+        tok.encode(None)
+    with pytest.raises(TypeError):
+        list(tok.encode_iterable([b"x"]))
+
+
+def test_lone_surrogate(tok):
+    with pytest.raises(UnicodeEncodeError):
+        tok.encode("abc \ud800 def")
+
+
+def test_vocab_type_errors():
+    with pytest.raises(TypeError):
+        Tokenizer({0: "a"}, [])
+    with pytest.raises(TypeError):
+        Tokenizer([b"a"], [])
+
+
+def test_overlapping_pair_merges_leftmost_first():
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"aa", 257: b"  "}
+    tok = Tokenizer(vocab, [(b"a", b"a"), (b" ", b" ")])
+    assert tok.encode("aaa") == [256, 97]
+    assert tok.encode("aaaaa") == [256, 256, 97]
+    assert tok.encode("a" * 301) == [256] * 150 + [97]  # heap path (> 128 bytes)
+    assert tok.encode("   x") == [257, 32, 120]
+
+
+@given(corpus=st.text(alphabet="ab \n", min_size=1, max_size=300),
+       text=st.text(alphabet="ab \nc", max_size=300))
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+def test_small_alphabet_vocab_matches_reference(corpus, text):
+    counts = reference.word_counts(corpus)
+    merges = reference.train(counts, 40)
+    vocab = {i: bytes([i]) for i in range(256)}
+    for a, b in merges:
+        vocab[len(vocab)] = a + b
+    tok = Tokenizer(vocab, merges)
+    assert tok.encode(text) == reference.encode(text, vocab, merges)
