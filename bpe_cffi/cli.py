@@ -1,20 +1,33 @@
-"""The bpe-cffi command line (also python -m bpe_cffi)."""
+"""The bpe-cffi command line (also python -m bpe_cffi).
+
+User errors (missing file, bad option, vocab too small) print one line on stderr with no
+traceback and exit 2 for usage errors, 1 otherwise.
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
 
+import numpy as np
+
 from . import __version__
-from .counting import count_words
+from .counting import count_words_timed
+from .files import save
 from .pretokenize import GPT2_PATTERN, unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
+from .tokenizer import Tokenizer
 from .training import check_vocab_size, train_from_counts
 
 
+class UsageError(Exception):
+    """A problem with the command line itself: exit status 2."""
+
+
 def _peak_rss_mb() -> float:
-    """Peak resident memory of this process and of its finished children, in MB."""
+    """Peak resident memory of the largest process: this one or a finished worker, in MB."""
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return max(own, kids) / 1024  # Linux reports KiB
@@ -24,58 +37,127 @@ def _show(token: bytes) -> str:
     return repr(token.decode("utf-8", errors="backslashreplace"))
 
 
+def _longest(tokens, n: int = 5) -> str:
+    return ", ".join(_show(t) for t in sorted(tokens, key=len, reverse=True)[:n])
+
+
 def cmd_train(args) -> None:
     if args.sample:
-        inputs = [sample_path()]
-        specials = args.special_token or [SAMPLE_SPECIAL]
+        if args.inputs:
+            raise UsageError("give INPUT files or --sample, not both")
+        inputs, specials = [sample_path()], args.special_token or [SAMPLE_SPECIAL]
     elif args.inputs:
         inputs, specials = args.inputs, args.special_token or []
     else:
-        raise UsageError("give INPUT files or --sample")
-    if len(inputs) > 1:
-        raise UsageError("one INPUT file for now")  # several files: issue 4
+        raise UsageError("give INPUT files (or globs), or --sample")
     specials = unique_specials(specials)
     check_vocab_size(args.vocab_size, len(specials))
     progress = not args.quiet
 
-    t0 = time.perf_counter()
-    counts = count_words(inputs[0], specials, pattern=args.pattern, num_workers=args.workers,
-                         progress=progress)
+    counts, stats = count_words_timed(inputs, specials, pattern=args.pattern,
+                                      num_workers=args.workers, progress=progress)
     t1 = time.perf_counter()
     vocab, merges = train_from_counts(counts, args.vocab_size, specials, progress=progress)
     t2 = time.perf_counter()
+    paths = save(vocab, merges, args.out, specials, args.pattern)
+    t3 = time.perf_counter()
 
-    print(f"trained {len(vocab)} tokens ({len(merges)} merges) on {inputs[0]}")
-    print(f"  distinct pre-tokens: {len(counts):,}   total: {sum(counts.values()):,}")
-    print(f"  time: pre-tokenize+count {t1 - t0:.2f} s, merge {t2 - t1:.2f} s")
-    print(f"  peak memory: {_peak_rss_mb():.0f} MB")
-    longest = sorted((vocab[256 + i] for i in range(len(merges))), key=len, reverse=True)[:5]
-    print("  longest tokens: " + ", ".join(_show(t) for t in longest))
+    print(f"trained {len(vocab):,} tokens ({len(merges):,} merges, {len(specials)} special) "
+          f"on {stats.n_bytes / 1e6:.1f} MB in {stats.n_files} file(s)")
+    print(f"  distinct pre-tokens: {len(counts):,} (total {sum(counts.values()):,})")
+    print(f"  time: read {stats.read_s:.2f} s, pre-tokenize {stats.pretokenize_s:.2f} s "
+          f"(CPU over workers; wall {stats.wall_s:.2f} s), merge {t2 - t1:.2f} s, "
+          f"write {t3 - t2:.2f} s")
+    print(f"  peak memory (largest process): {_peak_rss_mb():.0f} MB")
+    print(f"  longest tokens: {_longest(vocab[256 + i] for i in range(len(merges)))}")
+    print(f"  wrote {', '.join(os.path.basename(p) for p in paths)} to {args.out}")
+
+
+def cmd_encode(args) -> None:
+    tok = Tokenizer.load(args.tokenizer)
+    t = time.perf_counter()
+    n = tok.encode_file(args.input, args.out, num_workers=args.workers, progress=not args.quiet)
+    dt = time.perf_counter() - t
+    size = os.path.getsize(args.input)
+    print(f"encoded {size / 1e6:.1f} MB into {n:,} ids ({size / n if n else 0:.2f} bytes/id) "
+          f"in {dt:.2f} s -> {args.out}")
+
+
+def cmd_decode(args) -> None:
+    tok = Tokenizer.load(args.tokenizer)
+    try:
+        ids = np.load(args.ids, allow_pickle=False)
+    except (ValueError, OSError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise ValueError(f"{args.ids}: not a .npy array of ids ({e})") from None
+    if ids.ndim != 1 or ids.dtype.kind not in "iu":
+        raise ValueError(f"{args.ids}: expected a 1-D integer array, got {ids.dtype} {ids.shape}")
+    text = tok.decode(ids)
+    if args.out:
+        from .files import atomic_write
+        with atomic_write(args.out) as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_info(args) -> None:
+    tok = Tokenizer.load(args.directory)
+    merged = [tok.id_to_token[i] for i in tok.id_to_token
+              if tok.id_to_token[i] not in {s.encode() for s in tok.special_tokens}]
+    print(f"tokenizer in {args.directory}")
+    print(f"  vocabulary: {len(tok):,} tokens (ids 0-{tok.vocab_size - 1}), "
+          f"{len(tok.merges):,} merges")
+    print(f"  special tokens: {', '.join(f'{s} = {tok.special_ids[s]}' for s in tok.special_tokens) or 'none'}")
+    print(f"  pattern: {'GPT-2' if tok.pattern == GPT2_PATTERN else tok.pattern}")
+    print(f"  longest tokens: {_longest(merged)}")
+    first = ", ".join(f"{_show(a)}+{_show(b)}" for a, b in tok.merges[:5])
+    print(f"  first merges: {first}")
+    for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken"):
+        p = os.path.join(args.directory, name)
+        if os.path.exists(p):
+            print(f"  {name}: {os.path.getsize(p):,} bytes")
 
 
 def cmd_sample_path(args) -> None:
     print(sample_path())
 
 
-class UsageError(Exception):
-    pass
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bpe-cffi", description="Byte-level BPE training.")
+    p = argparse.ArgumentParser(prog="bpe-cffi", description="Exact, fast byte-level BPE.")
     p.add_argument("--version", action="version", version=f"bpe-cffi {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a tokenizer on text files")
-    t.add_argument("inputs", nargs="*", metavar="INPUT", help="UTF-8 text file")
+    t.add_argument("inputs", nargs="*", metavar="INPUT", help="UTF-8 text files or globs")
     t.add_argument("--sample", action="store_true", help="train on the packaged sample corpus")
     t.add_argument("--vocab-size", type=int, required=True)
     t.add_argument("--special-token", action="append", metavar="S",
                    help="a special token (repeatable); --sample defaults to <|endoftext|>")
-    t.add_argument("--pattern", default=GPT2_PATTERN, help="pre-tokenization regex")
+    t.add_argument("--pattern", default=GPT2_PATTERN, help="pre-tokenization regex (GPT-2's)")
     t.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
+    t.add_argument("--out", required=True, metavar="DIR", help="where to write the tokenizer")
     t.add_argument("--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("encode", help="encode a text file into a .npy of ids")
+    e.add_argument("input", metavar="INPUT")
+    e.add_argument("--tokenizer", required=True, metavar="DIR")
+    e.add_argument("--out", required=True, metavar="IDS.npy")
+    e.add_argument("--workers", type=int, default=None)
+    e.add_argument("--quiet", action="store_true")
+    e.set_defaults(func=cmd_encode)
+
+    d = sub.add_parser("decode", help="decode a .npy of ids to text (stdout by default)")
+    d.add_argument("ids", metavar="IDS.npy")
+    d.add_argument("--tokenizer", required=True, metavar="DIR")
+    d.add_argument("--out", metavar="FILE")
+    d.set_defaults(func=cmd_decode)
+
+    i = sub.add_parser("info", help="describe a tokenizer directory")
+    i.add_argument("directory", metavar="DIR")
+    i.set_defaults(func=cmd_info)
 
     s = sub.add_parser("sample-path", help="print the path of the packaged sample corpus")
     s.set_defaults(func=cmd_sample_path)
@@ -88,11 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.func(args)
     except UsageError as e:
-        parser.error(str(e))  # exits 2
+        parser.error(str(e))  # prints usage and exits 2
     except KeyboardInterrupt:
         print("bpe-cffi: interrupted", file=sys.stderr)
         return 130
-    except (OSError, ValueError, TypeError, MemoryError, OverflowError) as e:
+    except (OSError, ValueError, TypeError, MemoryError, OverflowError, UnicodeError) as e:
         print(f"bpe-cffi: error: {e}", file=sys.stderr)
         return 1
     return 0

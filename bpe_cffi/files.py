@@ -1,15 +1,23 @@
-"""Tokenizer files (SPEC 3): GPT-2's vocab.json + merges.txt, written atomically.
+"""Tokenizer files (SPEC 3), all written atomically (temporary file + rename):
 
-GPT-2 shows each byte as a printable character (its bytes_to_unicode table), so any byte
-string survives JSON and a space-separated merges file.
+- vocab.json + merges.txt: GPT-2's format. Each byte is shown as a printable character (GPT-2's
+  bytes_to_unicode table), so any byte string survives JSON and a space-separated merges file.
+- tokenizer.json: a complete Hugging Face `tokenizers` tokenizer (BPE model, ByteLevel
+  pre-tokenizer and decoder, special tokens as added tokens).
+- tokenizer.tiktoken: tiktoken's rank file, "base64(token) rank" per line (no specials, no
+  merges: tiktoken derives merges from ranks, and so does load_tiktoken).
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import tempfile
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterable, Iterator
+
+from .pretokenize import GPT2_PATTERN
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -104,3 +112,153 @@ def load_gpt2(vocab_path: str, merges_path: str) -> tuple[Vocab, Merges]:
             where = f"{merges_path}:{lineno}"
             merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
     return vocab, merges
+
+
+# ---- Hugging Face tokenizer.json ----------------------------------------------------------
+
+def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: Iterable[str],
+                      pattern: str = GPT2_PATTERN) -> dict:
+    """The tokenizer.json document: loads as is with tokenizers.Tokenizer.from_file."""
+    specials = {s.encode("utf-8"): s for s in special_tokens}
+    model_vocab = {token_to_str(t): i for i, t in sorted(vocab.items()) if t not in specials}
+    added = [{"id": i, "content": specials[t], "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": True}
+             for i, t in sorted(vocab.items()) if t in specials]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                  "use_regex": pattern == GPT2_PATTERN}  # ByteLevel's own regex is GPT-2's
+    if pattern == GPT2_PATTERN:
+        pre_tokenizer = byte_level
+    else:
+        pre_tokenizer = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated",
+             "invert": False}, byte_level]}
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": None, "pre_tokenizer": pre_tokenizer, "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                    "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": model_vocab,
+                  "merges": [f"{token_to_str(a)} {token_to_str(b)}" for a, b in merges]},
+    }
+
+
+def _hf_pattern(pre: dict | None, path: str) -> str:
+    if pre and pre.get("type") == "ByteLevel" and pre.get("use_regex", True):
+        return GPT2_PATTERN
+    if pre and pre.get("type") == "Sequence":
+        for p in pre.get("pretokenizers", []):
+            if p.get("type") == "Split" and "Regex" in p.get("pattern", {}):
+                return p["pattern"]["Regex"]
+    raise ValueError(f"{path}: unsupported pre_tokenizer (expected ByteLevel, or a Split regex "
+                     "followed by ByteLevel)")
+
+
+def load_hf(path) -> tuple[Vocab, Merges, list[str], str]:
+    """Reads a tokenizer.json: (vocab, merges, special tokens, pattern)."""
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    try:
+        model = doc["model"]
+        if model.get("type", "BPE") != "BPE":
+            raise ValueError(f"{path}: model type {model.get('type')!r} is not BPE")
+        vocab: Vocab = {}
+        for s, i in model["vocab"].items():
+            vocab[i] = str_to_token(s, path)
+        merges: Merges = []
+        for k, m in enumerate(model["merges"]):
+            a, b = m.split(" ") if isinstance(m, str) else m
+            where = f"{path}: merge {k}"
+            merges.append((str_to_token(a, where), str_to_token(b, where)))
+        specials = []
+        for t in doc.get("added_tokens", []):
+            vocab[t["id"]] = t["content"].encode("utf-8")
+            if t.get("special", True):
+                specials.append(t["content"])
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{path}: not a BPE tokenizer.json ({type(e).__name__}: {e})") from None
+    return vocab, merges, specials, _hf_pattern(doc.get("pre_tokenizer"), path)
+
+
+# ---- tiktoken ------------------------------------------------------------------------------
+
+def save_tiktoken(vocab: Vocab, path: str, special_tokens: Iterable[str] = ()) -> None:
+    specials = {s.encode("utf-8") for s in special_tokens}
+    with atomic_write(path) as f:
+        for i, t in sorted(vocab.items()):
+            if t not in specials:
+                f.write(f"{base64.b64encode(t).decode('ascii')} {i}\n")
+
+
+def load_tiktoken(path) -> Vocab:
+    path = os.fspath(path)
+    vocab: Vocab = {}
+    with open(path, encoding="ascii", errors="strict") as f:
+        try:
+            lines = list(f)
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not ASCII at byte offset {e.start}") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            token, rank = base64.b64decode(parts[0], validate=True), int(parts[1])
+        except (ValueError, binascii.Error):
+            raise ValueError(f"{path}:{lineno}: expected 'base64 rank', got {line.strip()!r}") \
+                from None
+        vocab[rank] = token
+    return vocab
+
+
+def merges_from_ranks(vocab: Vocab) -> Merges:
+    """Recovers the merges of a rank table (tiktoken's format has none): the token of rank r is
+    the merge of the two parts that BPE with the ranks below r leaves of its bytes."""
+    ranks = {t: i for i, t in vocab.items()}
+    merges: Merges = []
+    for r, token in sorted(vocab.items()):
+        if len(token) < 2:
+            continue
+        parts = [bytes([b]) for b in token]
+        while len(parts) > 2:
+            best, best_rank = None, r
+            for i in range(len(parts) - 1):
+                pr = ranks.get(parts[i] + parts[i + 1])
+                if pr is not None and pr < best_rank:
+                    best, best_rank = i, pr
+            if best is None:
+                break
+            parts[best:best + 2] = [parts[best] + parts[best + 1]]
+        if len(parts) == 2:
+            merges.append((parts[0], parts[1]))
+    return merges
+
+
+# ---- all formats at once --------------------------------------------------------------------
+
+FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken")
+
+
+def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = (),
+         pattern: str = GPT2_PATTERN) -> list[str]:
+    """Writes the four formats into out_dir (created if needed); returns their paths. Each file
+    appears whole or not at all, and an existing file is replaced only once its successor is
+    complete."""
+    out_dir = os.fspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    specials = list(special_tokens)
+    paths = [os.path.join(out_dir, name) for name in FILES]
+    save_gpt2(vocab, merges, paths[0], paths[1])
+    with atomic_write(paths[2]) as f:
+        json.dump(hf_tokenizer_json(vocab, merges, specials, pattern), f, ensure_ascii=False,
+                  indent=1)
+    save_tiktoken(vocab, paths[3], specials)
+    return paths

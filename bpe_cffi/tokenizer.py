@@ -12,7 +12,7 @@ from tqdm import tqdm
 from ._lib import check, ffi, lib
 from .chunking import UNIT_LOCAL_PATTERNS, chunk_target, edge_finder, last_safe_edge, plan_chunks
 from .counting import check_input_file, read_range, resolve_workers
-from .files import atomic_write, load_gpt2
+from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .pretokenize import (GPT2_PATTERN, compile_pattern, special_splitter, split_on_specials,
                           unique_specials)
 
@@ -92,6 +92,28 @@ class Tokenizer:
         """Loads GPT-2 style vocab.json + merges.txt."""
         vocab, merges = load_gpt2(vocab_filepath, merges_filepath)
         return cls(vocab, merges, special_tokens, pattern)
+
+    @classmethod
+    def load(cls, directory) -> "Tokenizer":
+        """Loads a directory written by bpe_cffi.save (or by the CLI): tokenizer.json when
+        present (it holds the specials and the pattern), else vocab.json + merges.txt, else
+        tokenizer.tiktoken."""
+        d = os.fspath(directory)
+        if not os.path.isdir(d):
+            raise FileNotFoundError(f"no such tokenizer directory: {d!r}")
+        if os.path.exists(os.path.join(d, "tokenizer.json")):
+            vocab, merges, specials, pattern = load_hf(os.path.join(d, "tokenizer.json"))
+            return cls(vocab, merges, specials, pattern)
+        if os.path.exists(os.path.join(d, "vocab.json")):
+            return cls.from_files(os.path.join(d, "vocab.json"), os.path.join(d, "merges.txt"))
+        if os.path.exists(os.path.join(d, "tokenizer.tiktoken")):
+            vocab = load_tiktoken(os.path.join(d, "tokenizer.tiktoken"))
+            return cls(vocab, merges_from_ranks(vocab))
+        raise FileNotFoundError(f"{d!r} holds no tokenizer.json, vocab.json or tokenizer.tiktoken")
+
+    def save(self, directory) -> list[str]:
+        """Writes vocab.json, merges.txt, tokenizer.json and tokenizer.tiktoken."""
+        return save(self.id_to_token, self.merges, directory, self.special_tokens, self.pattern)
 
     def __len__(self) -> int:
         return len(self.id_to_token)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import operator
+import sys
+import time
 import warnings
 from typing import Iterable, Mapping
 
@@ -9,7 +11,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ._lib import check, ffi, lib
-from .counting import count_words
+from .counting import PathsLike, count_words_timed
 from .pretokenize import GPT2_PATTERN, unique_specials
 
 Vocab = dict[int, bytes]
@@ -82,47 +84,57 @@ def _run_merges(blob: bytes, offsets: np.ndarray, values: np.ndarray, n_merges: 
     return left[:done], right[:done]
 
 
-def train_from_counts(counts: Mapping[bytes, int], vocab_size: int,
-                      special_tokens: Iterable[str] = (), *, progress: bool = False,
-                      _bucket_limit: int = 0) -> tuple[Vocab, Merges]:
-    """Learns merges from {pre-token bytes: count} (SPEC 1.4-1.8)."""
-    specials = unique_specials(special_tokens)
+def _learn(counts: Mapping[bytes, int], vocab_size: int, specials: list[str], progress: bool,
+           bucket_limit: int) -> tuple[Vocab, Merges, int]:
+    """Merges learned from counts, laid out as SPEC 1.1 says; also the number of merges wanted."""
     vocab_size = check_vocab_size(vocab_size, len(specials))
     blob, offsets, values = flatten_counts(counts)
     n_wanted = vocab_size - 256 - len(specials)
-    left, right = _run_merges(blob, offsets, values, n_wanted, _bucket_limit, progress)
+    left, right = _run_merges(blob, offsets, values, n_wanted, bucket_limit, progress)
 
     vocab: Vocab = {i: bytes([i]) for i in range(256)}
     merges: Merges = []
     for a, b in zip(left.tolist(), right.tolist()):
         merges.append((vocab[a], vocab[b]))
         vocab[len(vocab)] = vocab[a] + vocab[b]
-    if len(merges) < n_wanted:
-        warnings.warn(f"the corpus ran out of pairs after {len(merges)} of {n_wanted} merges: "
-                      f"the vocabulary has {len(vocab) + len(specials)} tokens, not {vocab_size}",
-                      stacklevel=2)
     for s in specials:
         vocab[len(vocab)] = s.encode("utf-8")
+    return vocab, merges, n_wanted
+
+
+def _warn_if_short(vocab: Vocab, merges: Merges, n_wanted: int, vocab_size: int) -> None:
+    if len(merges) < n_wanted:
+        warnings.warn(f"the corpus ran out of pairs after {len(merges)} of {n_wanted} merges: "
+                      f"the vocabulary has {len(vocab)} tokens, not {vocab_size}", stacklevel=3)
+
+
+def train_from_counts(counts: Mapping[bytes, int], vocab_size: int,
+                      special_tokens: Iterable[str] = (), *, progress: bool = False,
+                      _bucket_limit: int = 0) -> tuple[Vocab, Merges]:
+    """Learns merges from {pre-token bytes: count} (SPEC 1.4-1.8)."""
+    specials = unique_specials(special_tokens)
+    vocab, merges, n_wanted = _learn(counts, vocab_size, specials, progress, _bucket_limit)
+    _warn_if_short(vocab, merges, n_wanted, vocab_size)
     return vocab, merges
 
 
-def train_bpe(input_path, vocab_size: int, special_tokens: Iterable[str] = (), *,
+def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[str] = (), *,
               pattern: str = GPT2_PATTERN, num_workers: int | None = None,
               progress: bool = False) -> tuple[Vocab, Merges]:
-    """Trains byte-level BPE on a UTF-8 text file (SPEC 1).
+    """Trains byte-level BPE on UTF-8 text files (SPEC 1): a path, a list of paths or a glob.
 
     Returns vocab {id: bytes} (bytes 0-255, then one token per merge, then the special tokens)
-    and the merges in creation order.
+    and the merges in creation order. progress=True shows progress bars on a terminal and
+    prints where the time went.
     """
     specials = unique_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))  # before the long part
-    counts = count_words(input_path, specials, pattern=pattern, num_workers=num_workers,
-                         progress=progress)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # re-issued below with the caller's stack level
-        vocab, merges = train_from_counts(counts, vocab_size, specials, progress=progress)
-    n_wanted = vocab_size - 256 - len(specials)
-    if len(merges) < n_wanted:
-        warnings.warn(f"the corpus ran out of pairs after {len(merges)} of {n_wanted} merges: "
-                      f"the vocabulary has {len(vocab)} tokens, not {vocab_size}", stacklevel=2)
+    counts, stats = count_words_timed(input_path, specials, pattern=pattern,
+                                      num_workers=num_workers, progress=progress)
+    t = time.perf_counter()
+    vocab, merges, n_wanted = _learn(counts, vocab_size, specials, progress, 0)
+    if progress:
+        print(f"bpe_cffi: {stats}; merge {time.perf_counter() - t:.2f} s "
+              f"({len(counts):,} distinct pre-tokens)", file=sys.stderr)
+    _warn_if_short(vocab, merges, n_wanted, vocab_size)
     return vocab, merges

@@ -1,0 +1,72 @@
+"""The bpe-cffi command line: happy paths and user errors (exit status, one line, no trace)."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import bpe_cffi
+from bpe_cffi.cli import main
+
+
+def test_train_info_encode_decode(tmp_path, capsys):
+    out = tmp_path / "tok"
+    assert main(["train", "--sample", "--vocab-size", "600", "--out", str(out), "--quiet"]) == 0
+    summary = capsys.readouterr().out
+    assert "trained 600 tokens" in summary and "longest tokens" in summary
+    assert "merge" in summary and "write" in summary and "peak memory" in summary
+    assert main(["info", str(out)]) == 0
+    assert "<|endoftext|> = 599" in capsys.readouterr().out
+
+    ids = tmp_path / "ids.npy"
+    assert main(["encode", "--tokenizer", str(out), bpe_cffi.sample_path(), "--out", str(ids),
+                 "--quiet"]) == 0
+    arr = np.load(ids)
+    tok = bpe_cffi.Tokenizer.load(out)
+    text = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    assert arr.tolist() == tok.encode(text)
+    capsys.readouterr()
+    assert main(["decode", "--tokenizer", str(out), str(ids), "--out", str(tmp_path / "t.txt")]) == 0
+    assert (tmp_path / "t.txt").read_text(encoding="utf-8") == text
+
+
+def test_train_several_files_and_glob(tmp_path, capsys):
+    for i in range(3):
+        (tmp_path / f"part{i}.txt").write_text(f"alpha beta gamma {i} " * 50)
+    assert main(["train", str(tmp_path / "part*.txt"), "--vocab-size", "270",
+                 "--out", str(tmp_path / "g"), "--quiet"]) == 0
+    assert "in 3 file(s)" in capsys.readouterr().out
+    from_list = bpe_cffi.train_bpe([tmp_path / f"part{i}.txt" for i in range(3)], 270)
+    assert bpe_cffi.Tokenizer.load(tmp_path / "g").merges == from_list[1]
+
+
+@pytest.mark.parametrize("argv, status, message", [
+    (["train", "missing.txt", "--vocab-size", "300", "--out", "x"], 1, "no such file"),
+    (["train", "--sample", "--vocab-size", "100", "--out", "x"], 1, "too small"),
+    (["train", "--vocab-size", "300", "--out", "x"], 2, "give INPUT"),
+    (["train", "--sample", "--vocab-size", "many", "--out", "x"], 2, "invalid int"),
+    (["info", "does-not-exist"], 1, "no such tokenizer directory"),
+    (["frobnicate"], 2, "invalid choice"),
+])
+def test_user_errors(tmp_path, monkeypatch, capsys, argv, status, message):
+    monkeypatch.chdir(tmp_path)
+    try:
+        got = main(argv)
+    except SystemExit as e:  # argparse usage errors
+        got = e.code
+    assert got == status
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_decode_rejects_non_npy(tmp_path, capsys):
+    main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / "t"), "--quiet"])
+    (tmp_path / "bad.npy").write_bytes(b"not numpy")
+    assert main(["decode", "--tokenizer", str(tmp_path / "t"), str(tmp_path / "bad.npy")]) == 1
+    assert "bad.npy" in capsys.readouterr().err
+
+
+def test_module_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "bpe_cffi", "sample-path"], capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.strip() == bpe_cffi.sample_path()

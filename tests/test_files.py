@@ -1,0 +1,177 @@
+"""Files (SPEC 3): the four formats, lossless round trips, other libraries, malformed input."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpe_cffi
+from bpe_cffi import Tokenizer, files
+
+EOT = "<|endoftext|>"
+TEXT = "In the beginning<|endoftext|> God created  the heaven\n\nand the earth. 'tis 123 🙂"
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return bpe_cffi.train_bpe(bpe_cffi.sample_path(), 1500, [EOT])
+
+
+@pytest.fixture()
+def saved(trained, tmp_path):
+    vocab, merges = trained
+    bpe_cffi.save(vocab, merges, tmp_path / "tok", [EOT])
+    return tmp_path / "tok"
+
+
+def test_save_writes_four_files(saved):
+    assert sorted(os.listdir(saved)) == sorted(files.FILES)
+
+
+def test_load_prefers_tokenizer_json_and_keeps_specials(saved, trained):
+    tok = Tokenizer.load(saved)
+    assert tok.special_tokens == [EOT]
+    assert tok.id_to_token == trained[0]
+    assert tok.merges == trained[1]
+    assert tok.encode(TEXT) == Tokenizer(*trained, [EOT]).encode(TEXT)
+
+
+def test_each_format_loads_alone(saved, trained):
+    vocab, merges = trained
+    want = Tokenizer(vocab, merges, [EOT]).encode(TEXT)
+    v, m = files.load_gpt2(saved / "vocab.json", saved / "merges.txt")
+    assert (v, m) == (vocab, merges)
+    v, m, specials, pattern = files.load_hf(saved / "tokenizer.json")
+    assert (v, m, specials, pattern) == (vocab, merges, [EOT], bpe_cffi.GPT2_PATTERN)
+    v = files.load_tiktoken(saved / "tokenizer.tiktoken")
+    assert v == {i: t for i, t in vocab.items() if t != EOT.encode()}
+    assert files.merges_from_ranks(v) == merges
+    assert Tokenizer(v, files.merges_from_ranks(v), [EOT]).encode(TEXT) == want
+
+
+def test_hf_tokenizers_loads_tokenizer_json_as_is(saved, trained):
+    tokenizers = pytest.importorskip("tokenizers")
+    hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
+    ours = Tokenizer(*trained, [EOT])
+    text = TEXT + open(bpe_cffi.sample_path(), encoding="utf-8").read()[:20_000]
+    assert hf.encode(text).ids == ours.encode(text)
+    assert hf.decode(ours.encode(TEXT), skip_special_tokens=False) == TEXT
+
+
+def test_hf_custom_pattern_round_trips(trained, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab, merges = trained
+    bpe_cffi.save(vocab, merges, tmp_path, [EOT], pattern=r"\S+|\s+")
+    assert Tokenizer.load(tmp_path).pattern == r"\S+|\s+"
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    ours = Tokenizer(vocab, merges, [EOT], pattern=r"\S+|\s+")
+    assert hf.encode(TEXT).ids == ours.encode(TEXT)
+
+
+def test_tiktoken_loads_rank_file(saved, trained):
+    tiktoken = pytest.importorskip("tiktoken")
+    from tiktoken.load import load_tiktoken_bpe
+    ranks = load_tiktoken_bpe(str(saved / "tokenizer.tiktoken"))
+    enc = tiktoken.Encoding("t", pat_str=bpe_cffi.GPT2_PATTERN, mergeable_ranks=ranks,
+                            special_tokens={EOT: len(trained[0]) - 1})
+    assert enc.encode(TEXT, allowed_special="all") == Tokenizer(*trained, [EOT]).encode(TEXT)
+
+
+byte_tokens = st.lists(st.binary(min_size=2, max_size=8), unique=True, max_size=40)
+
+
+@given(extra=byte_tokens)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_every_byte_string_survives_every_format(tmp_path, extra):
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = []
+    for t in extra:  # a merge for each token: its first byte + the rest, both in the vocab
+        for part in (t[:1], t[1:]):
+            if part not in vocab.values():
+                vocab[len(vocab)] = part
+        vocab[len(vocab)] = t
+        merges.append((t[:1], t[1:]))
+    specials = ["<s>", "\u00a0special \ud7ff"]
+    for s in specials:
+        vocab[len(vocab)] = s.encode()
+    out = tmp_path / "round"
+    bpe_cffi.save(vocab, merges, out, specials)
+    assert files.load_gpt2(out / "vocab.json", out / "merges.txt") == (vocab, merges)
+    v, m, sp, _ = files.load_hf(out / "tokenizer.json")
+    assert (v, m, sp) == (vocab, merges, specials)
+    plain = {i: t for i, t in vocab.items() if t not in {s.encode() for s in specials}}
+    assert files.load_tiktoken(out / "tokenizer.tiktoken") == plain
+
+
+# ---- malformed files -----------------------------------------------------------------------
+
+def test_truncated_vocab_json_names_file_and_line(saved):
+    p = saved / "vocab.json"
+    data = p.read_text(encoding="utf-8")
+    p.write_text(data[: len(data) // 2], encoding="utf-8")
+    with pytest.raises(ValueError, match=r"vocab\.json:\d+"):
+        files.load_gpt2(p, saved / "merges.txt")
+
+
+def test_bad_merges_line_names_file_and_line(saved):
+    p = saved / "merges.txt"
+    lines = p.read_text(encoding="utf-8").splitlines()
+    lines[5] = "onlyonetoken"
+    p.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"merges\.txt:6"):
+        files.load_gpt2(saved / "vocab.json", p)
+
+
+def test_merges_naming_unknown_token(saved):
+    p = saved / "merges.txt"
+    with open(p, "a", encoding="utf-8") as f:
+        f.write("Ġzzzz Ġqqqq\n")
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        Tokenizer.from_files(saved / "vocab.json", p)
+
+
+def test_bad_tiktoken_line(saved):
+    p = saved / "tokenizer.tiktoken"
+    with open(p, "a", encoding="ascii") as f:
+        f.write("!!!notbase64 7\n")
+    n = len(p.read_text().splitlines())
+    with pytest.raises(ValueError, match=rf"tokenizer\.tiktoken:{n}"):
+        files.load_tiktoken(p)
+
+
+def test_truncated_tokenizer_json(saved):
+    p = saved / "tokenizer.json"
+    data = p.read_text(encoding="utf-8")
+    p.write_text(data[:1000], encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tokenizer\.json:\d+"):
+        Tokenizer.load(saved)
+
+
+def test_tokenizer_json_of_wrong_shape(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"type": "WordPiece"}}))
+    with pytest.raises(ValueError, match="tokenizer.json"):
+        Tokenizer.load(tmp_path)
+
+
+def test_vocab_json_bad_id(tmp_path):
+    (tmp_path / "vocab.json").write_text(json.dumps({"a": "zero"}))
+    (tmp_path / "merges.txt").write_text("")
+    with pytest.raises(ValueError, match="vocab.json"):
+        files.load_gpt2(tmp_path / "vocab.json", tmp_path / "merges.txt")
+
+
+# ---- atomic writes -------------------------------------------------------------------------
+
+def test_failed_save_leaves_previous_files_whole(saved, trained, monkeypatch):
+    before = {n: (saved / n).read_bytes() for n in files.FILES}
+
+    def boom(*a, **k):
+        raise RuntimeError("disk full, say")
+
+    monkeypatch.setattr(files, "hf_tokenizer_json", boom)
+    with pytest.raises(RuntimeError):
+        bpe_cffi.save({i: bytes([i]) for i in range(256)}, [], saved, [])
+    assert (saved / "tokenizer.json").read_bytes() == before["tokenizer.json"]
+    assert not [n for n in os.listdir(saved) if n.endswith(".tmp")]
