@@ -18,10 +18,7 @@ import os
 import re
 from typing import AnyStr, Sequence
 
-from .pretokenize import GPT2_PATTERN
-
-#: Patterns for which the non-whitespace|whitespace edge is proven safe (see above).
-UNIT_LOCAL_PATTERNS = frozenset({GPT2_PATTERN})
+from .pretokenize import UNIT_LOCAL_PATTERNS
 
 _BLOCK = 1 << 20  # bytes scanned at a time while looking for an edge
 

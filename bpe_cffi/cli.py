@@ -14,12 +14,12 @@ import time
 import numpy as np
 
 from . import __version__
-from .counting import count_words_timed
+from .counting import count_words_arrays
 from .files import save
 from .pretokenize import GPT2_PATTERN, unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
 from .tokenizer import Tokenizer
-from .training import check_vocab_size, train_from_counts
+from .training import check_vocab_size, train_from_arrays
 
 
 class UsageError(Exception):
@@ -54,17 +54,17 @@ def cmd_train(args) -> None:
     check_vocab_size(args.vocab_size, len(specials))
     progress = not args.quiet
 
-    counts, stats = count_words_timed(inputs, specials, pattern=args.pattern,
-                                      num_workers=args.workers, progress=progress)
+    arrays, stats = count_words_arrays(inputs, specials, pattern=args.pattern,
+                                       num_workers=args.workers, progress=progress)
     t1 = time.perf_counter()
-    vocab, merges = train_from_counts(counts, args.vocab_size, specials, progress=progress)
+    vocab, merges = train_from_arrays(arrays, args.vocab_size, specials, progress=progress)
     t2 = time.perf_counter()
     paths = save(vocab, merges, args.out, specials, args.pattern)
     t3 = time.perf_counter()
 
     print(f"trained {len(vocab):,} tokens ({len(merges):,} merges, {len(specials)} special) "
           f"on {stats.n_bytes / 1e6:.1f} MB in {stats.n_files} file(s)")
-    print(f"  distinct pre-tokens: {len(counts):,} (total {sum(counts.values()):,})")
+    print(f"  distinct pre-tokens: {len(arrays[2]):,} (total {int(arrays[2].sum()):,})")
     print(f"  time: read {stats.read_s:.2f} s, pre-tokenize {stats.pretokenize_s:.2f} s "
           f"(CPU over workers; wall {stats.wall_s:.2f} s), merge {t2 - t1:.2f} s, "
           f"write {t3 - t2:.2f} s")

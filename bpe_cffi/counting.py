@@ -13,26 +13,32 @@ import time
 from collections import Counter
 from typing import Iterable, Union
 
+import numpy as np
 from tqdm import tqdm
 
 from .chunking import chunk_target, plan_chunks
-from .pretokenize import (GPT2_PATTERN, compile_pattern, special_splitter, split_on_specials,
-                          unique_specials)
+from .pretokenize import (GPT2_PATTERN, compile_pattern, resolve_fast, special_splitter,
+                          split_on_specials, unique_specials)
+from .units import Arrays, Counter as UnitCounter, char_classes, utf8_offsets, words_from_units
 
 
 @functools.lru_cache(maxsize=8)
 def _compiled(pattern: str, specials: tuple[str, ...]):
-    return compile_pattern(pattern), special_splitter(specials)
+    return compile_pattern(pattern), special_splitter(specials), special_splitter(specials, bytes)
 
 
-def read_range(path: str, start: int, end: int) -> str:
-    """The text of bytes [start, end) of path, with errors that say where."""
+def read_range_bytes(path: str, start: int, end: int) -> bytes:
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
     if len(data) != end - start:
         raise OSError(f"{path} changed while being read: expected {end - start} bytes at "
                       f"offset {start}, got {len(data)}")
+    return data
+
+
+def decode_range(data: bytes, path: str, start: int) -> str:
+    """data (bytes start.. of path) as text, with an error that says where it is not UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -40,9 +46,14 @@ def read_range(path: str, start: int, end: int) -> str:
                          f"({e.reason})") from None
 
 
+def read_range(path: str, start: int, end: int) -> str:
+    """The text of bytes [start, end) of path."""
+    return decode_range(read_range_bytes(path, start, end), path, start)
+
+
 def count_text(text: str, pattern: str, specials: tuple[str, ...]) -> Counter:
-    """{pre-token str: count} for one piece of text."""
-    pat, splitter = _compiled(pattern, specials)
+    """{pre-token str: count} for one piece of text, with the regex alone (the plain path)."""
+    pat, splitter, _ = _compiled(pattern, specials)
     counts: Counter = Counter()
     for piece, is_special in split_on_specials(text, splitter):
         if not is_special:
@@ -50,15 +61,28 @@ def count_text(text: str, pattern: str, specials: tuple[str, ...]) -> Counter:
     return counts
 
 
-def _count_range(task) -> tuple[dict[bytes, int], int, float, float]:
-    """Worker: (counts, bytes done, seconds reading, seconds pre-tokenizing) for one range."""
-    path, start, end, pattern, specials = task
+def _count_plain(data: bytes, path: str, start: int, pattern: str, specials) -> Arrays:
+    counts = count_text(decode_range(data, path, start), pattern, specials)
+    blob, offsets = utf8_offsets(list(counts))
+    return blob, offsets, np.fromiter(counts.values(), np.int64, len(counts))
+
+
+def _count_fast(data: bytes, path: str, start: int, pattern: str, specials) -> Arrays:
+    _, _, byte_splitter = _compiled(pattern, specials)
+    units = UnitCounter()
+    if not units.add_units(byte_splitter.split(data) if byte_splitter else [data]):
+        decode_range(data, path, start)  # raises, naming the offset
+    return words_from_units(units)
+
+
+def _count_range(task) -> tuple[Arrays, int, float, float]:
+    """Worker: (word count arrays, bytes done, seconds reading, seconds pre-tokenizing)."""
+    path, start, end, pattern, specials, fast = task
     t0 = time.perf_counter()
-    text = read_range(path, start, end)
+    data = read_range_bytes(path, start, end)
     t1 = time.perf_counter()
-    counts = count_text(text, pattern, specials)
-    result = {k.encode("utf-8"): v for k, v in counts.items()}
-    return result, end - start, t1 - t0, time.perf_counter() - t1
+    arrays = (_count_fast if fast else _count_plain)(data, path, start, pattern, specials)
+    return arrays, end - start, t1 - t0, time.perf_counter() - t1
 
 
 def resolve_workers(num_workers: int | None) -> int:
@@ -117,41 +141,48 @@ class CountStats:
 
 def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
                 pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-                progress: bool = False) -> dict[bytes, int]:
+                fast: bool | None = None, progress: bool = False) -> dict[bytes, int]:
     """Counts the pre-tokens of UTF-8 text files (SPEC 1.2-1.3): {pre-token bytes: count}.
 
     input_path: a path, a list of paths, or a glob. Special tokens cut the text and are not
-    counted. The result does not depend on num_workers (None: one per core).
+    counted. fast: count distinct units in C (None: whenever the pattern allows). The result
+    does not depend on num_workers (None: one per core) nor on fast.
     """
-    return count_words_timed(input_path, special_tokens, pattern=pattern,
-                             num_workers=num_workers, progress=progress)[0]
+    (blob, offsets, counts), _ = count_words_arrays(input_path, special_tokens, pattern=pattern,
+                                                    num_workers=num_workers, fast=fast,
+                                                    progress=progress)
+    ends = offsets.tolist()
+    return dict(zip([blob[a:b] for a, b in zip(ends, ends[1:])], counts.tolist()))
 
 
-def count_words_timed(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
-                      pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-                      progress: bool = False) -> tuple[dict[bytes, int], CountStats]:
-    """count_words, plus where the time went."""
+def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
+                       pattern: str = GPT2_PATTERN, num_workers: int | None = None,
+                       fast: bool | None = None,
+                       progress: bool = False) -> tuple[Arrays, CountStats]:
+    """count_words as flat arrays (words back to back, offsets, counts), and where the time
+    went. The workers' counts are merged in C, so no Python dict of the corpus is built."""
     t_start = time.perf_counter()
     paths = resolve_inputs(input_path)
     specials = tuple(unique_specials(special_tokens))
     compile_pattern(pattern)  # fail here, in the caller, on a bad pattern
+    fast = resolve_fast(fast, pattern)
     workers = resolve_workers(num_workers)
     sizes = [os.path.getsize(p) for p in paths]
     target = chunk_target(sum(sizes), workers)
-    tasks = [(p, a, b, pattern, specials)
+    tasks = [(p, a, b, pattern, specials, fast)
              for p in paths for a, b in plan_chunks(p, specials, pattern, target)]
 
+    if fast:
+        char_classes()  # computed once here, inherited by forked workers
     stats = CountStats()
     stats.n_files = len(paths)
-    total: dict[bytes, int] = {}
+    total = UnitCounter()
     with tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="pre-tokenize",
               disable=None if progress else True) as bar:
         def absorb(result):
-            counts, n_bytes, read_s, tok_s = result
+            arrays, n_bytes, read_s, tok_s = result
             t = time.perf_counter()
-            get = total.get
-            for k, v in counts.items():
-                total[k] = get(k, 0) + v
+            total.add(*arrays)
             stats.combine_s += time.perf_counter() - t
             stats.read_s += read_s
             stats.pretokenize_s += tok_s
@@ -165,5 +196,7 @@ def count_words_timed(input_path: PathsLike, special_tokens: Iterable[str] = (),
             with multiprocessing.get_context().Pool(min(workers, len(tasks))) as pool:
                 for result in pool.imap_unordered(_count_range, tasks):
                     absorb(result)
+    result = total.export()
+    total.release()
     stats.wall_s = time.perf_counter() - t_start
-    return total, stats
+    return result, stats

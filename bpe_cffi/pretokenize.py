@@ -12,6 +12,21 @@ import regex
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
+#: Patterns proven unit-local (csrc/units.h): chunk edges and the fast path rely on it.
+UNIT_LOCAL_PATTERNS = frozenset({GPT2_PATTERN})
+
+
+def resolve_fast(fast: bool | None, pattern: str) -> bool:
+    """fast=None: the unit fast path whenever the pattern allows it; True: insist on it."""
+    local = pattern in UNIT_LOCAL_PATTERNS
+    if fast is None:
+        return local
+    if fast and not local:
+        raise ValueError("fast=True needs GPT-2's pattern (the only one proven unit-local); "
+                         "use fast=None or fast=False with a custom pattern")
+    return bool(fast)
+
+
 def compile_pattern(pattern: str) -> "regex.Pattern[str]":
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
@@ -39,11 +54,14 @@ def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
     return out
 
 
-def special_splitter(specials: Sequence[str]) -> "regex.Pattern[str] | None":
-    """A pattern matching any special token, longest first where one is a prefix of another."""
+def special_splitter(specials: Sequence[str], kind: type = str):
+    """A pattern matching any special token, longest first where one is a prefix of another,
+    over str or (kind=bytes) UTF-8 bytes, where leftmost-longest matching is the same."""
     if not specials:
         return None
     ordered = sorted(specials, key=len, reverse=True)
+    if kind is bytes:
+        return regex.compile(b"|".join(regex.escape(s.encode("utf-8")) for s in ordered))
     return regex.compile("|".join(regex.escape(s) for s in ordered))
 
 

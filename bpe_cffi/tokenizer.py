@@ -10,11 +10,12 @@ import numpy as np
 from tqdm import tqdm
 
 from ._lib import check, ffi, lib
-from .chunking import UNIT_LOCAL_PATTERNS, chunk_target, edge_finder, last_safe_edge, plan_chunks
+from .chunking import chunk_target, edge_finder, last_safe_edge, plan_chunks
 from .counting import check_input_file, read_range, resolve_workers
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
-from .pretokenize import (GPT2_PATTERN, compile_pattern, special_splitter, split_on_specials,
-                          unique_specials)
+from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, compile_pattern, resolve_fast,
+                          special_splitter, split_on_specials, unique_specials)
+from .units import encode_units, utf8_offsets
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
 
@@ -23,9 +24,13 @@ class Tokenizer:
     """Byte-level BPE tokenizer: `encode` gives the same ids as tiktoken with the same ranks."""
 
     def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                 special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN):
+                 special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN,
+                 fast: bool | None = None):
+        """fast: encode each distinct unit once in C (None: whenever the pattern allows it);
+        the ids never depend on it."""
         self._check_vocab(vocab)
         self.pattern = pattern
+        self.fast = resolve_fast(fast, pattern)
         self._regex = compile_pattern(pattern)
         self.special_tokens = unique_specials(special_tokens)
         self._splitter = special_splitter(self.special_tokens)
@@ -120,7 +125,7 @@ class Tokenizer:
 
     def __getstate__(self):  # for process pools: rebuild the C encoder on the other side
         vocab = {i: b for i, b in self.id_to_token.items()}
-        return vocab, self.merges, self.special_tokens, self.pattern
+        return vocab, self.merges, self.special_tokens, self.pattern, self.fast
 
     def __setstate__(self, state):
         self.__init__(*state)
@@ -129,26 +134,19 @@ class Tokenizer:
 
     def _encode_ordinary(self, text: str) -> np.ndarray:
         """int32 ids of text that holds no special token."""
-        pieces = self._regex.findall(text)
-        if not pieces:
-            return np.empty(0, np.int32)
-        joined = "".join(pieces)  # == text when the pattern covers every character
-        blob = joined.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
-        char_ends = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))
-        offsets = np.zeros(len(pieces) + 1, np.int64)
-        if len(blob) == len(joined):  # ASCII: characters are bytes
-            offsets[1:] = char_ends
-        else:  # UTF-8 length of each character, summed up to each piece's end
-            cps = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
-            widths = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
-            offsets[1:] = np.cumsum(widths, dtype=np.int64)[char_ends - 1]
-        ids = np.empty(len(blob), np.int32)
-        n_out = ffi.new("int64_t *")
-        check(lib.bpe_encoder_encode(self._encoder, ffi.from_buffer("uint8_t[]", blob),
-                                     ffi.from_buffer("int64_t[]", offsets), len(pieces),
-                                     ffi.from_buffer("int32_t[]", ids), len(ids), n_out),
-              "bpe_encoder_encode")
-        ids = ids[:n_out[0]]
+        if self.fast:
+            blob = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
+            ids = encode_units(self._encoder, blob)
+        else:
+            pieces = self._regex.findall(text)
+            blob, offsets = utf8_offsets(pieces)
+            ids = np.empty(len(blob), np.int32)
+            n_out = ffi.new("int64_t *")
+            check(lib.bpe_encoder_encode(self._encoder, ffi.from_buffer("uint8_t[]", blob),
+                                         ffi.from_buffer("int64_t[]", offsets), len(pieces),
+                                         ffi.from_buffer("int32_t[]", ids), len(ids), n_out),
+                  "bpe_encoder_encode")
+            ids = ids[:n_out[0]]
         if len(ids) and ids.min() < 0:  # only possible with a vocabulary missing some bytes
             missing = sorted({b for b in blob if bytes([b]) not in self.token_to_id})
             raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "

@@ -11,7 +11,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ._lib import check, ffi, lib
-from .counting import PathsLike, count_words_timed
+from .counting import PathsLike, count_words_arrays
 from .pretokenize import GPT2_PATTERN, unique_specials
 
 Vocab = dict[int, bytes]
@@ -84,11 +84,12 @@ def _run_merges(blob: bytes, offsets: np.ndarray, values: np.ndarray, n_merges: 
     return left[:done], right[:done]
 
 
-def _learn(counts: Mapping[bytes, int], vocab_size: int, specials: list[str], progress: bool,
+def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
            bucket_limit: int) -> tuple[Vocab, Merges, int]:
-    """Merges learned from counts, laid out as SPEC 1.1 says; also the number of merges wanted."""
+    """Merges learned from word counts given as (blob, offsets, counts) arrays, laid out as
+    SPEC 1.1 says; also the number of merges wanted."""
     vocab_size = check_vocab_size(vocab_size, len(specials))
-    blob, offsets, values = flatten_counts(counts)
+    blob, offsets, values = arrays
     n_wanted = vocab_size - 256 - len(specials)
     left, right = _run_merges(blob, offsets, values, n_wanted, bucket_limit, progress)
 
@@ -113,28 +114,39 @@ def train_from_counts(counts: Mapping[bytes, int], vocab_size: int,
                       _bucket_limit: int = 0) -> tuple[Vocab, Merges]:
     """Learns merges from {pre-token bytes: count} (SPEC 1.4-1.8)."""
     specials = unique_specials(special_tokens)
-    vocab, merges, n_wanted = _learn(counts, vocab_size, specials, progress, _bucket_limit)
+    check_vocab_size(vocab_size, len(specials))
+    vocab, merges, n_wanted = _learn(flatten_counts(counts), vocab_size, specials, progress,
+                                     _bucket_limit)
+    _warn_if_short(vocab, merges, n_wanted, vocab_size)
+    return vocab, merges
+
+
+def train_from_arrays(arrays, vocab_size: int, special_tokens: Iterable[str] = (), *,
+                      progress: bool = False) -> tuple[Vocab, Merges]:
+    """train_from_counts for counts given as count_words_arrays returns them."""
+    specials = unique_specials(special_tokens)
+    vocab, merges, n_wanted = _learn(arrays, vocab_size, specials, progress, 0)
     _warn_if_short(vocab, merges, n_wanted, vocab_size)
     return vocab, merges
 
 
 def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[str] = (), *,
               pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-              progress: bool = False) -> tuple[Vocab, Merges]:
+              fast: bool | None = None, progress: bool = False) -> tuple[Vocab, Merges]:
     """Trains byte-level BPE on UTF-8 text files (SPEC 1): a path, a list of paths or a glob.
 
     Returns vocab {id: bytes} (bytes 0-255, then one token per merge, then the special tokens)
     and the merges in creation order. progress=True shows progress bars on a terminal and
-    prints where the time went.
+    prints where the time went. fast: see count_words (the result never depends on it).
     """
     specials = unique_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))  # before the long part
-    counts, stats = count_words_timed(input_path, specials, pattern=pattern,
-                                      num_workers=num_workers, progress=progress)
+    arrays, stats = count_words_arrays(input_path, specials, pattern=pattern,
+                                       num_workers=num_workers, fast=fast, progress=progress)
     t = time.perf_counter()
-    vocab, merges, n_wanted = _learn(counts, vocab_size, specials, progress, 0)
+    vocab, merges, n_wanted = _learn(arrays, vocab_size, specials, progress, 0)
     if progress:
         print(f"bpe_cffi: {stats}; merge {time.perf_counter() - t:.2f} s "
-              f"({len(counts):,} distinct pre-tokens)", file=sys.stderr)
+              f"({len(arrays[2]):,} distinct pre-tokens)", file=sys.stderr)
     _warn_if_short(vocab, merges, n_wanted, vocab_size)
     return vocab, merges

@@ -18,7 +18,8 @@ enum {
     BPE_ENOMEM = 1,    /* an allocation failed */
     BPE_EINVAL = 2,    /* the arguments break the documented contract */
     BPE_EOVERFLOW = 3, /* a count or a size does not fit its type */
-    BPE_EINTERNAL = 4  /* an invariant broke: a bug in this library */
+    BPE_EINTERNAL = 4, /* an invariant broke: a bug in this library */
+    BPE_EUTF8 = 5      /* the text is not valid UTF-8 */
 };
 
 /* ---- training ------------------------------------------------------------------------ */
@@ -61,5 +62,45 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, const int64_t
                        int64_t n_words, int32_t *ids, int64_t out_cap, int64_t *n_out);
 
 void bpe_encoder_free(bpe_encoder *e);
+
+/* ---- units: fast pre-tokenization for GPT-2's pattern (see units.h) ------------------- */
+
+/* Whether code point cp is whitespace for the regex module's \s (Unicode White_Space). */
+int bpe_is_whitespace(uint32_t cp);
+
+/* `classes` below: one byte per code point, 0x110000 of them: 0 \p{L}, 1 \p{N}, 2 \s,
+ * 3 anything else (the caller computes it with the regex module). */
+
+/* GPT-2's pattern on UTF-8 text: writes pre-token end offsets to ends (room for n), returns
+ * their number. */
+int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes, int64_t *ends);
+
+/* A counter of byte strings. Entries keep first-insertion order. */
+typedef struct bpe_counter bpe_counter;
+
+int bpe_counter_new(bpe_counter **out);
+void bpe_counter_free(bpe_counter *c);
+/* Adds counts[i] to word i, laid out as for bpe_trainer_new. */
+int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, const int64_t *offsets,
+                    const int64_t *counts, int64_t n_words);
+/* Counts the units of each of n_pieces separate UTF-8 texts, piece i being
+ * text[offsets[i] .. offsets[i+1]). BPE_EUTF8 if a piece is not valid UTF-8. */
+int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *offsets,
+                          int64_t n_pieces);
+/* Adds to `words` the pre-tokens of every unit counted in `units`, times the unit's count. */
+int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
+                            bpe_counter *words);
+void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes);
+/* Copies the entries out: bytes (n_bytes), offsets (n_words + 1), counts (n_words). */
+void bpe_counter_export(const bpe_counter *c, uint8_t *bytes, int64_t *offsets, int64_t *counts);
+
+/* The units of one text, each distinct one encoded once. */
+typedef struct bpe_units bpe_units;
+
+int bpe_units_scan(const uint8_t *text, int64_t n, bpe_units **out); /* BPE_EUTF8 if invalid */
+/* Encodes the text the units were scanned from; ids needs room for one id per byte. */
+int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
+                             int32_t *ids, int64_t out_cap, int64_t *n_out);
+void bpe_units_free(bpe_units *u);
 
 #endif

@@ -14,6 +14,8 @@
 
 #include "bpe.h"
 #include "pair_map.h"
+#include "units.h"
+#include "word_table.h"
 
 #define SHORT_WORD 128          /* up to this many bytes: array + rescan */
 #define CACHE_MAX_SLOTS (1 << 17)
@@ -173,6 +175,16 @@ static int encode_long(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_
     return BPE_OK;
 }
 
+/* Encodes one word into ids (room for n), setting *k to the number of ids. */
+static int encode_word(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_t *ids,
+                       int64_t *k) {
+    if (n <= SHORT_WORD) {
+        *k = encode_short(e, w, n, ids);
+        return BPE_OK;
+    }
+    return encode_long(e, w, n, ids, k);
+}
+
 /* ---- the per-call cache ---- */
 
 typedef struct {
@@ -226,11 +238,7 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, const int64_t
             continue;
         }
         int64_t k;
-        if (n <= SHORT_WORD)
-            k = encode_short(e, w, n, &ids[out]);
-        else
-            rc = encode_long(e, w, n, &ids[out], &k);
-        if (rc != BPE_OK) break;
+        if ((rc = encode_word(e, w, n, &ids[out], &k)) != BPE_OK) break;
         if (2 * (cached + 1) <= cap) { /* a full cache just stops learning */
             cache[slot] = (cache_slot){h, offsets[wi], n, out, k};
             cached++;
@@ -238,6 +246,88 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, const int64_t
         out += k;
     }
     free(cache);
+    *n_out = out;
+    return rc;
+}
+
+/* ---- units: each distinct unit of a text encoded once ---- */
+
+struct bpe_units {
+    word_table distinct; /* the text's distinct units, in order of first occurrence */
+    int64_t *seq;        /* seq[i]: the distinct unit at occurrence i */
+    int64_t n_seq, cap_seq;
+};
+
+void bpe_units_free(bpe_units *u) {
+    if (!u) return;
+    word_table_free(&u->distinct);
+    free(u->seq);
+    free(u);
+}
+
+static int push_unit(void *ctx, int64_t idx) {
+    bpe_units *u = ctx;
+    if (u->n_seq == u->cap_seq) {
+        int64_t cap = u->cap_seq ? 2 * u->cap_seq : 1024;
+        if ((uint64_t)cap > SIZE_MAX / sizeof(int64_t)) return BPE_EOVERFLOW;
+        int64_t *seq = realloc(u->seq, (size_t)cap * sizeof *seq);
+        if (!seq) return BPE_ENOMEM;
+        u->seq = seq;
+        u->cap_seq = cap;
+    }
+    u->seq[u->n_seq++] = idx;
+    return BPE_OK;
+}
+
+int bpe_units_scan(const uint8_t *text, int64_t n, bpe_units **out) {
+    if (!out || n < 0 || (n > 0 && !text)) return BPE_EINVAL;
+    *out = NULL;
+    bpe_units *u = calloc(1, sizeof *u);
+    if (!u) return BPE_ENOMEM;
+    int rc = word_table_init(&u->distinct);
+    if (rc == BPE_OK) rc = units_add(&u->distinct, text, n, push_unit, u);
+    if (rc != BPE_OK) {
+        bpe_units_free(u);
+        return rc;
+    }
+    *out = u;
+    return BPE_OK;
+}
+
+int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
+                             int32_t *ids, int64_t out_cap, int64_t *n_out) {
+    if (!e || !u || !classes || !n_out || (u->n_seq > 0 && !ids)) return BPE_EINVAL;
+    *n_out = 0;
+    const word_table *t = &u->distinct;
+    /* The ids of each distinct unit, back to back: at most one id per byte. */
+    int64_t *start = malloc((size_t)(t->n + 1) * sizeof *start);
+    int32_t *arena = malloc((size_t)t->n_bytes * sizeof *arena + 1);
+    int64_t *ends = malloc((size_t)t->n_bytes * sizeof *ends + 1);
+    int rc = (start && arena && ends) ? BPE_OK : BPE_ENOMEM;
+    int64_t used = 0;
+    for (int64_t d = 0; rc == BPE_OK && d < t->n; d++) {
+        int64_t len;
+        const uint8_t *p = word_table_key(t, d, &len);
+        int64_t k = gpt2_split(p, len, classes, ends);
+        start[d] = used;
+        for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
+            int64_t m;
+            rc = encode_word(e, p + from, ends[j] - from, arena + used, &m);
+            used += m;
+        }
+    }
+    if (rc == BPE_OK) start[t->n] = used;
+    int64_t out = 0;
+    for (int64_t i = 0; rc == BPE_OK && i < u->n_seq; i++) {
+        int64_t d = u->seq[i], m = start[d + 1] - start[d];
+        if (out + m > out_cap) {
+            rc = BPE_EINVAL;
+            break;
+        }
+        memcpy(ids + out, arena + start[d], (size_t)m * sizeof *ids);
+        out += m;
+    }
+    free(start), free(arena), free(ends);
     *n_out = out;
     return rc;
 }

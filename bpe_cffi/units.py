@@ -1,0 +1,111 @@
+"""Fast pre-tokenization (GPT-2's pattern): count or encode each distinct *unit* once.
+
+A unit is a whitespace run followed by a non-whitespace run (csrc/units.h says why this is
+exact for GPT-2's pattern). The C library finds and dedupes the units in one pass and splits
+each distinct unit with GPT-2's pattern itself, using a table of character classes that is
+computed here from the `regex` module, so C and `regex` agree on every code point.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import numpy as np
+import regex
+
+from ._lib import check, ffi, lib
+
+Arrays = tuple[bytes, np.ndarray, np.ndarray]  # (bytes back to back, int64 offsets, int64 counts)
+
+
+def utf8_offsets(pieces: Sequence[str]) -> tuple[bytes, np.ndarray]:
+    """The UTF-8 bytes of "".join(pieces) and the int64 byte offsets of the pieces (n + 1)."""
+    joined = "".join(pieces)
+    blob = joined.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
+    offsets = np.zeros(len(pieces) + 1, np.int64)
+    if not pieces:
+        return blob, offsets
+    char_ends = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))
+    if len(blob) == len(joined):  # ASCII: characters are bytes
+        offsets[1:] = char_ends
+    else:  # the UTF-8 width of each character, summed up to each piece's end
+        cps = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
+        widths = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
+        offsets[1:] = np.cumsum(widths, dtype=np.int64)[char_ends - 1]
+    return blob, offsets
+
+
+def _buf(dtype: str, data):
+    return ffi.from_buffer(dtype, data)
+
+
+@functools.lru_cache(maxsize=1)
+def char_classes() -> np.ndarray:
+    """One byte per code point: 0 \\p{L}, 1 \\p{N}, 2 \\s, 3 other, as the regex module sees
+    them (about 25 ms, once per process)."""
+    every = np.arange(0x110000, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    classes = np.full(0x110000, 3, np.uint8)
+    for cls, pattern in ((0, r"\p{L}+"), (1, r"\p{N}+"), (2, r"\s+")):
+        for m in regex.finditer(pattern, every):
+            classes[m.start():m.end()] = cls
+    return classes
+
+
+class Counter:
+    """A C counter of byte strings (bpe_counter): entries keep first-insertion order."""
+
+    def __init__(self):
+        out = ffi.new("bpe_counter **")
+        check(lib.bpe_counter_new(out), "bpe_counter_new")
+        self._c = ffi.gc(out[0], lib.bpe_counter_free)
+
+    def add(self, blob: bytes, offsets: np.ndarray, counts: np.ndarray) -> None:
+        check(lib.bpe_counter_add(self._c, _buf("uint8_t[]", blob), _buf("int64_t[]", offsets),
+                                  _buf("int64_t[]", counts), len(counts)), "bpe_counter_add")
+
+    def add_units(self, pieces: Sequence[bytes]) -> bool:
+        """Counts the units of each UTF-8 piece; False if one is not valid UTF-8."""
+        offsets = np.zeros(len(pieces) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)), out=offsets[1:])
+        text = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        rc = lib.bpe_counter_add_units(self._c, _buf("uint8_t[]", text),
+                                       _buf("int64_t[]", offsets), len(pieces))
+        if rc == lib.BPE_EUTF8:
+            return False
+        check(rc, "bpe_counter_add_units")
+        return True
+
+    def export(self) -> Arrays:
+        n, nb = ffi.new("int64_t *"), ffi.new("int64_t *")
+        lib.bpe_counter_size(self._c, n, nb)
+        blob = bytearray(nb[0])
+        offsets = np.empty(n[0] + 1, np.int64)
+        counts = np.empty(n[0], np.int64)
+        lib.bpe_counter_export(self._c, _buf("uint8_t[]", blob), _buf("int64_t[]", offsets),
+                               _buf("int64_t[]", counts))
+        return bytes(blob), offsets, counts
+
+    def release(self) -> None:
+        ffi.release(self._c)
+
+
+def words_from_units(units: Counter) -> Arrays:
+    """{pre-token: count} as arrays, from {unit: count}."""
+    words = Counter()
+    check(lib.bpe_counter_split_units(units._c, _buf("uint8_t[]", char_classes()), words._c),
+          "bpe_counter_split_units")
+    return words.export()
+
+
+def encode_units(encoder, text: bytes) -> np.ndarray:
+    """int32 ids of UTF-8 text (with no special tokens in it) through the unit path."""
+    out = ffi.new("bpe_units **")
+    check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text), out), "bpe_units_scan")
+    units = ffi.gc(out[0], lib.bpe_units_free)
+    ids = np.empty(len(text), np.int32)
+    n_out = ffi.new("int64_t *")
+    check(lib.bpe_encoder_encode_units(encoder, units, _buf("uint8_t[]", char_classes()),
+                                       _buf("int32_t[]", ids), len(ids), n_out),
+          "bpe_encoder_encode_units")
+    ffi.release(units)
+    return ids[:n_out[0]]

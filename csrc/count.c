@@ -1,0 +1,94 @@
+/* count.c - counting units and pre-tokens in C (the fast path of count_words). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
+#include "units.h"
+#include "word_table.h"
+
+struct bpe_counter {
+    word_table table;
+};
+
+int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes, int64_t *ends) {
+    if (!text || !classes || !ends || n <= 0) return 0;
+    return gpt2_split(text, n, classes, ends);
+}
+
+int bpe_counter_new(bpe_counter **out) {
+    if (!out) return BPE_EINVAL;
+    *out = calloc(1, sizeof **out);
+    if (!*out) return BPE_ENOMEM;
+    int rc = word_table_init(&(*out)->table);
+    if (rc != BPE_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+void bpe_counter_free(bpe_counter *c) {
+    if (!c) return;
+    word_table_free(&c->table);
+    free(c);
+}
+
+int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, const int64_t *offsets,
+                    const int64_t *counts, int64_t n_words) {
+    if (!c || !offsets || n_words < 0 || (n_words > 0 && !counts) || offsets[0] != 0)
+        return BPE_EINVAL;
+    for (int64_t i = 0; i < n_words; i++)
+        if (offsets[i + 1] < offsets[i] || counts[i] < 0) return BPE_EINVAL;
+    if (offsets[n_words] > 0 && !bytes) return BPE_EINVAL;
+    for (int64_t i = 0; i < n_words; i++) {
+        int rc = word_table_add(&c->table, bytes + offsets[i], offsets[i + 1] - offsets[i],
+                                counts[i], NULL);
+        if (rc != BPE_OK) return rc;
+    }
+    return BPE_OK;
+}
+
+int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *offsets,
+                          int64_t n_pieces) {
+    if (!c || !offsets || n_pieces < 0 || offsets[0] != 0) return BPE_EINVAL;
+    for (int64_t p = 0; p < n_pieces; p++)
+        if (offsets[p + 1] < offsets[p]) return BPE_EINVAL;
+    if (offsets[n_pieces] > 0 && !text) return BPE_EINVAL;
+    for (int64_t p = 0; p < n_pieces; p++) {
+        int rc = units_add(&c->table, text + offsets[p], offsets[p + 1] - offsets[p], NULL, NULL);
+        if (rc != BPE_OK) return rc;
+    }
+    return BPE_OK;
+}
+
+int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
+                            bpe_counter *words) {
+    if (!units || !words || !classes) return BPE_EINVAL;
+    const word_table *t = &units->table;
+    int64_t longest = 1, len;
+    for (int64_t s = 0; s < t->n; s++)
+        if (t->start[s + 1] - t->start[s] > longest) longest = t->start[s + 1] - t->start[s];
+    int64_t *ends = malloc((size_t)longest * sizeof *ends);
+    if (!ends) return BPE_ENOMEM;
+    int rc = BPE_OK;
+    for (int64_t s = 0; s < t->n && rc == BPE_OK; s++) {
+        const uint8_t *p = word_table_key(t, s, &len);
+        int64_t k = gpt2_split(p, len, classes, ends), count = word_table_count(t, s);
+        for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++])
+            rc = word_table_add(&words->table, p + from, ends[j] - from, count, NULL);
+    }
+    free(ends);
+    return rc;
+}
+
+void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes) {
+    *n_words = c->table.n;
+    *n_bytes = c->table.n_bytes;
+}
+
+void bpe_counter_export(const bpe_counter *c, uint8_t *bytes, int64_t *offsets, int64_t *counts) {
+    const word_table *t = &c->table;
+    if (t->n_bytes > 0) memcpy(bytes, t->arena, (size_t)t->n_bytes);
+    for (int64_t s = 0; s <= t->n; s++) offsets[s] = t->start[s]; /* arena is in seq order */
+    for (int64_t s = 0; s < t->n; s++) counts[s] = word_table_count(t, s);
+}

@@ -1,0 +1,169 @@
+/* units.c - see units.h. */
+#include "units.h"
+
+#include "bpe.h"
+
+int bpe_is_whitespace(uint32_t cp) {
+    if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
+    if (cp < 0x85) return 0;
+    switch (cp) {
+    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x3000:
+        return 1;
+    default:
+        return cp >= 0x2000 && cp <= 0x200A;
+    }
+}
+
+/* Decodes the character at t[i]; returns its length in bytes, or 0 if invalid. */
+static int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
+    uint8_t b = t[i];
+    if (b < 0x80) {
+        *cp = b;
+        return 1;
+    }
+    int len;
+    uint32_t min;
+    if (b >= 0xC2 && b <= 0xDF) {
+        len = 2, min = 0x80, *cp = b & 0x1F;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        len = 3, min = 0x800, *cp = b & 0x0F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        len = 4, min = 0x10000, *cp = b & 0x07;
+    } else {
+        return 0;
+    }
+    if (i + len > n) return 0;
+    for (int k = 1; k < len; k++) {
+        if ((t[i + k] & 0xC0) != 0x80) return 0;
+        *cp = (*cp << 6) | (t[i + k] & 0x3F);
+    }
+    if (*cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) return 0;
+    return len;
+}
+
+/* ASCII whitespace per \s: \t \n \v \f \r and space. */
+static inline int ascii_space(uint8_t c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }
+
+int64_t unit_end(const uint8_t *t, int64_t n, int64_t start, int *ascii) {
+    int64_t i = start;
+    uint8_t high = 0;
+    int seen_text = 0; /* passed the whitespace run */
+    /* The common case: ASCII letters and punctuation after the whitespace run. */
+    while (i < n && t[i] < 0x80 && ascii_space(t[i])) i++;
+    while (i < n && t[i] > 0x20 && t[i] < 0x80) {
+        seen_text = 1;
+        i++;
+    }
+    if (i == n || (t[i] < 0x80 && ascii_space(t[i]) && seen_text)) {
+        *ascii = 1;
+        return i;
+    }
+    /* Anything else, a character at a time from where the ASCII loops stopped. */
+    while (i < n) {
+        uint8_t b = t[i];
+        int space, len;
+        if (b < 0x80) {
+            space = ascii_space(b);
+            len = 1;
+        } else {
+            uint32_t cp;
+            len = decode_utf8(t, n, i, &cp);
+            if (len == 0) return -1;
+            space = bpe_is_whitespace(cp);
+        }
+        if (space && seen_text) break; /* non-whitespace -> whitespace: the unit ends */
+        if (!space) seen_text = 1;
+        high |= b;
+        i += len;
+    }
+    *ascii = high < 0x80;
+    return i;
+}
+
+/* Units are found and hashed a batch ahead of their insertion, and their slots prefetched. */
+#define UNIT_BATCH 32
+
+int units_add(word_table *t, const uint8_t *text, int64_t n,
+              int (*emit)(void *ctx, int64_t seq), void *ctx) {
+    int64_t start[UNIT_BATCH], end[UNIT_BATCH];
+    uint64_t hash[UNIT_BATCH];
+    for (int64_t i = 0; i < n;) {
+        int k = 0;
+        for (; k < UNIT_BATCH && i < n; k++) {
+            int ascii;
+            start[k] = i;
+            end[k] = unit_end(text, n, i, &ascii);
+            if (end[k] < 0) return BPE_EUTF8;
+            hash[k] = word_table_hash(text + i, end[k] - i);
+            word_table_prefetch(t, hash[k]);
+            i = end[k];
+        }
+        for (int j = 0; j < k; j++) {
+            int64_t seq;
+            int rc = word_table_add_hashed(t, text + start[j], end[j] - start[j], hash[j], 1,
+                                           &seq);
+            if (rc == BPE_OK && emit) rc = emit(ctx, seq);
+            if (rc != BPE_OK) return rc;
+        }
+    }
+    return BPE_OK;
+}
+
+/* ---- GPT-2's pattern ----
+ * '(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * At each position the alternatives are tried in order and the first that matches wins, as in
+ * the regex engine; the character classes come from the caller's table. */
+
+/* Length and class of the character at t[i]. */
+static inline int char_at(const uint8_t *t, int64_t n, int64_t i, const uint8_t *classes,
+                          int *cls) {
+    uint32_t cp;
+    int len = decode_utf8(t, n, i, &cp);
+    if (len == 0) {
+        *cls = CLASS_OTHER;
+        return 1;
+    }
+    *cls = classes[cp];
+    return len;
+}
+
+static int64_t match_at(const uint8_t *t, int64_t n, int64_t i, const uint8_t *classes) {
+    if (t[i] == '\'' && i + 1 < n) { /* '(?:[sdmt]|ll|ve|re) */
+        uint8_t a = t[i + 1], b = i + 2 < n ? t[i + 2] : 0;
+        if (a == 's' || a == 'd' || a == 'm' || a == 't') return i + 2;
+        if ((a == 'l' && b == 'l') || (a == 'v' && b == 'e') || (a == 'r' && b == 'e'))
+            return i + 3;
+    }
+    /*  ?\p{L}+ |  ?\p{N}+ |  ?[^\s\p{L}\p{N}]+ : an optional space, then a run of one class */
+    int64_t j = (t[i] == ' ' && i + 1 < n) ? i + 1 : i;
+    int cls, c;
+    int len = char_at(t, n, j, classes, &cls);
+    if (cls != CLASS_SPACE) {
+        for (j += len; j < n; j += len) {
+            len = char_at(t, n, j, classes, &c);
+            if (c != cls) break;
+        }
+        return j;
+    }
+    /* \s+(?!\S) : the whitespace run, less its last character if a non-space follows;
+     * \s+ : a lone whitespace character before a non-space */
+    int64_t k = i, last = i;
+    while (k < n) {
+        len = char_at(t, n, k, classes, &c);
+        if (c != CLASS_SPACE) break;
+        last = k;
+        k += len;
+    }
+    if (k == n) return n;
+    return last > i ? last : k;
+}
+
+int64_t gpt2_split(const uint8_t *t, int64_t n, const uint8_t *classes, int64_t *ends) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < n;) {
+        i = match_at(t, n, i, classes);
+        ends[count++] = i;
+    }
+    return count;
+}

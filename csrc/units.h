@@ -1,0 +1,37 @@
+/* units.h - UTF-8 text -> "units", and GPT-2's pattern on ASCII.
+ *
+ * A unit is a run of whitespace followed by a run of non-whitespace (the last unit of a text
+ * may be whitespace only). With GPT-2's pattern, pre-tokenizing each unit alone gives exactly
+ * the pre-tokens of the whole text: no alternative matches from non-whitespace into the
+ * whitespace after it, the pattern has no lookbehind, and the one lookahead, \s+(?!\S), sees
+ * the same next character inside the unit as in the text. Most text repeats, so units are
+ * counted or encoded once per distinct unit. "Whitespace" is the regex module's \s: Unicode
+ * White_Space (25 code points; unlike str.isspace, U+001C-001F are not in it). */
+#ifndef UNITS_H
+#define UNITS_H
+
+#include <stdint.h>
+
+#include "word_table.h"
+
+/* The end of the unit that starts at `start` (< n), or -1 if the text there is not valid
+ * UTF-8 (overlong forms, surrogates and code points past U+10FFFF are invalid, as in Python).
+ * *ascii tells whether every byte of the unit is below 0x80. */
+int64_t unit_end(const uint8_t *t, int64_t n, int64_t start, int *ascii);
+
+/* Adds each unit of UTF-8 text to t (count 1 per occurrence) and, if emit is not NULL, calls
+ * emit(ctx, seq) with each occurrence's number in order. BPE_EUTF8 if the text is invalid. */
+int units_add(word_table *t, const uint8_t *text, int64_t n,
+              int (*emit)(void *ctx, int64_t seq), void *ctx);
+
+/* Character classes for GPT-2's pattern, one byte per code point (0x110000 entries), computed
+ * by the caller from the regex module itself so both agree on the Unicode version. */
+enum { CLASS_LETTER = 0, CLASS_NUMBER = 1, CLASS_SPACE = 2, CLASS_OTHER = 3 };
+#define N_CODE_POINTS 0x110000
+
+/* Splits UTF-8 text exactly as GPT-2's pattern does (regex module semantics); writes the end
+ * offset of each pre-token to ends (room for n) and returns their number. Invalid UTF-8 is
+ * read a byte at a time as "other" (never out of bounds), but callers pass valid text. */
+int64_t gpt2_split(const uint8_t *t, int64_t n, const uint8_t *classes, int64_t *ends);
+
+#endif

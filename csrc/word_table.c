@@ -1,0 +1,138 @@
+/* word_table.c - see word_table.h. */
+#include "word_table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
+
+static inline uint64_t prefix_of(const uint8_t *p, int64_t n) {
+    uint64_t x = 0;
+    memcpy(&x, p, (size_t)(n < 8 ? n : 8));
+    return x;
+}
+
+uint64_t word_table_hash(const uint8_t *p, int64_t n) {
+    /* Eight bytes at a time, the last block zero padded (the length is mixed in first). */
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+    for (int64_t i = 0; i < n; i += 8) {
+        h = (h ^ prefix_of(p + i, n - i)) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+static int alloc_slots(word_table *t, int64_t n_slots) {
+    if ((uint64_t)n_slots > SIZE_MAX / sizeof(word_slot)) return BPE_EOVERFLOW;
+    word_slot *slots = malloc((size_t)n_slots * sizeof *slots);
+    if (!slots) return BPE_ENOMEM;
+    for (int64_t i = 0; i < n_slots; i++) slots[i].seq = -1;
+    for (int64_t s = 0; s < t->n; s++) { /* move every word, recording its new slot */
+        const word_slot *old = &t->slots[t->slot_of[s]];
+        int64_t i = (int64_t)(old->hash & (uint64_t)(n_slots - 1));
+        while (slots[i].seq >= 0) i = (i + 1) & (n_slots - 1);
+        slots[i] = *old;
+        t->slot_of[s] = i;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->n_slots = n_slots;
+    return BPE_OK;
+}
+
+int word_table_init(word_table *t) {
+    memset(t, 0, sizeof *t);
+    t->cap = 1024;
+    t->cap_bytes = 16384;
+    t->start = malloc((size_t)(t->cap + 1) * sizeof *t->start);
+    t->slot_of = malloc((size_t)t->cap * sizeof *t->slot_of);
+    t->arena = malloc((size_t)t->cap_bytes);
+    int rc = (t->start && t->slot_of && t->arena) ? alloc_slots(t, 2048) : BPE_ENOMEM;
+    if (rc != BPE_OK) {
+        word_table_free(t);
+        return rc;
+    }
+    t->start[0] = 0;
+    return BPE_OK;
+}
+
+/* Room for one more word of len bytes. */
+static int reserve(word_table *t, int64_t len) {
+    if (t->n == t->cap) {
+        if (t->cap >= INT32_MAX / 2) return BPE_EOVERFLOW; /* seq is an int32 */
+        int64_t cap = 2 * t->cap;
+        int64_t *start = realloc(t->start, (size_t)(cap + 1) * sizeof *start);
+        if (!start) return BPE_ENOMEM;
+        t->start = start;
+        int64_t *slot_of = realloc(t->slot_of, (size_t)cap * sizeof *slot_of);
+        if (!slot_of) return BPE_ENOMEM;
+        t->slot_of = slot_of;
+        t->cap = cap;
+    }
+    if (t->n_bytes + len > t->cap_bytes) {
+        int64_t cap = t->cap_bytes;
+        while (cap < t->n_bytes + len) {
+            if (cap > INT64_MAX / 2) return BPE_EOVERFLOW;
+            cap *= 2;
+        }
+        if ((uint64_t)cap > SIZE_MAX) return BPE_EOVERFLOW;
+        uint8_t *a = realloc(t->arena, (size_t)cap);
+        if (!a) return BPE_ENOMEM;
+        t->arena = a;
+        t->cap_bytes = cap;
+    }
+    if (2 * (t->n + 1) > t->n_slots) return alloc_slots(t, 2 * t->n_slots);
+    return BPE_OK;
+}
+
+void word_table_prefetch(const word_table *t, uint64_t hash) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(&t->slots[hash & (uint64_t)(t->n_slots - 1)]);
+#else
+    (void)t, (void)hash;
+#endif
+}
+
+int word_table_add(word_table *t, const uint8_t *w, int64_t len, int64_t count, int64_t *seq) {
+    return word_table_add_hashed(t, w, len, word_table_hash(w, len), count, seq);
+}
+
+int word_table_add_hashed(word_table *t, const uint8_t *w, int64_t len, uint64_t h,
+                          int64_t count, int64_t *seq) {
+    if (len > INT32_MAX) return BPE_EOVERFLOW;
+    uint64_t prefix = prefix_of(w, len);
+    int64_t mask = t->n_slots - 1, i = (int64_t)(h & (uint64_t)mask);
+    for (; t->slots[i].seq >= 0; i = (i + 1) & mask) {
+        word_slot *s = &t->slots[i];
+        if (s->hash != h || s->len != len || s->prefix != prefix) continue;
+        if (len > 8 && memcmp(t->arena + t->start[s->seq] + 8, w + 8, (size_t)(len - 8)) != 0)
+            continue;
+        if (s->count > INT64_MAX - count) return BPE_EOVERFLOW;
+        s->count += count;
+        if (seq) *seq = s->seq;
+        return BPE_OK;
+    }
+    int rc = reserve(t, len);
+    if (rc != BPE_OK) return rc;
+    if (t->n_slots - 1 != mask) { /* the table grew: find the free slot again */
+        mask = t->n_slots - 1;
+        for (i = (int64_t)(h & (uint64_t)mask); t->slots[i].seq >= 0; i = (i + 1) & mask) {
+        }
+    }
+    t->slots[i] = (word_slot){h, count, prefix, (int32_t)len, (int32_t)t->n};
+    if (len > 0) memcpy(t->arena + t->n_bytes, w, (size_t)len);
+    t->n_bytes += len;
+    t->slot_of[t->n] = i;
+    t->start[++t->n] = t->n_bytes;
+    if (seq) *seq = t->n - 1;
+    return BPE_OK;
+}
+
+void word_table_free(word_table *t) {
+    free(t->slots);
+    free(t->arena);
+    free(t->start);
+    free(t->slot_of);
+    memset(t, 0, sizeof *t);
+}

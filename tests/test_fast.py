@@ -1,0 +1,120 @@
+"""The unit fast path (csrc/units.c): exact against the regex module, on every code point and
+on strings built to break it; counting and encoding equal the plain path."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpe_cffi
+from bpe_cffi._lib import ffi, lib
+from bpe_cffi.units import char_classes
+
+import reference
+
+EOT = "<|endoftext|>"
+ODD = ["\u0085", "\u2028", "\u2029", "\u3000", "\u00a0", "\u1680", "\u2000", "\u200a",
+       "\u202f", "\u205f", "\u001c", "\u001d", "\u001e", "\u001f", "\x0b", "\x0c", "\r\n",
+       "\t", "\n", " ", "  ", "'s", "'ll", "'ve", "'re", "'d", "'m", "'t", "'S", "''", "'",
+       "a", "Z", "é", "ß", "字", "١", "½", "²", "7", "🙂", "\u200d", "\x00", "\x7f", "!", "-",
+       "“", "…", "ǅ", "\u0301", "x\u0301"]
+odd_text = st.lists(st.sampled_from(ODD), max_size=40).map("".join)
+any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+def test_whitespace_equals_regex_on_every_code_point():
+    space = regex.compile(r"\s")
+    wrong = [cp for cp in range(0x110000)
+             if bool(lib.bpe_is_whitespace(cp)) != bool(space.match(chr(cp)))]
+    assert wrong == []
+    assert not lib.bpe_is_whitespace(0x1C)  # str.isspace says yes; regex's \s says no
+
+
+def test_char_classes_agree_with_regex():
+    classes = char_classes()
+    for cp in list(range(0, 0x3000, 7)) + [0x3000, 0x10FFFF, 0x1F642, 0x0661, 0x00BD]:
+        c = chr(cp)
+        want = (0 if regex.match(r"\p{L}", c) else 1 if regex.match(r"\p{N}", c)
+                else 2 if regex.match(r"\s", c) else 3)
+        assert classes[cp] == want, hex(cp)
+
+
+def c_split(text: str) -> list[str]:
+    data = text.encode("utf-8")
+    ends = np.empty(max(len(data), 1), np.int64)
+    n = lib.bpe_gpt2_split(ffi.from_buffer(data), len(data), ffi.from_buffer(char_classes()),
+                           ffi.from_buffer("int64_t[]", ends))
+    cuts = [0] + ends[:n].tolist()
+    return [data[a:b].decode("utf-8") for a, b in zip(cuts, cuts[1:])]
+
+
+@given(text=st.one_of(odd_text, any_text))
+@settings(max_examples=300)
+def test_c_split_equals_regex(text):
+    assert c_split(text) == regex.findall(bpe_cffi.GPT2_PATTERN, text)
+
+
+def test_c_split_on_invalid_bytes_stays_in_bounds():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        data = rng.integers(0, 256, rng.integers(1, 64), dtype=np.uint8).tobytes()
+        ends = np.empty(len(data), np.int64)
+        n = lib.bpe_gpt2_split(data, len(data), ffi.from_buffer(char_classes()),
+                               ffi.from_buffer("int64_t[]", ends))
+        assert 1 <= n <= len(data) and ends[n - 1] == len(data)
+        assert (np.diff(ends[:n]) > 0).all()
+
+
+@given(text=st.one_of(odd_text, any_text, st.lists(st.sampled_from(ODD + [EOT]), max_size=30)
+                      .map("".join)))
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_count_words_fast_equals_plain(tmp_path, text):
+    path = tmp_path / "t.txt"
+    path.write_bytes(text.encode("utf-8"))
+    fast = bpe_cffi.count_words(path, [EOT], fast=True, num_workers=1)
+    plain = bpe_cffi.count_words(path, [EOT], fast=False, num_workers=1)
+    assert fast == plain == reference.word_counts(text, [EOT])
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_count_words_fast_equals_plain_on_real_text(realmix_head, tmp_path, workers):
+    path = tmp_path / "real.txt"
+    path.write_text(realmix_head, encoding="utf-8")
+    fast = bpe_cffi.count_words(path, [EOT], fast=True, num_workers=workers)
+    assert fast == bpe_cffi.count_words(path, [EOT], fast=False, num_workers=1)
+
+
+def test_chunk_edges_with_trailing_whitespace(tmp_path):
+    # Whitespace at chunk edges and at the end of the file, odd spaces everywhere.
+    text = "".join(f"w{i}\u3000 \u0085x{i}  \n\t" + ("\u2028" if i % 3 else EOT)
+                   for i in range(200_000)) + "  \n "
+    path = tmp_path / "edges.txt"
+    path.write_text(text, encoding="utf-8")
+    fast = bpe_cffi.count_words(path, [EOT], fast=True, num_workers=2)
+    assert fast == bpe_cffi.count_words(path, [EOT], fast=False, num_workers=1)
+
+
+@given(text=st.one_of(odd_text, any_text))
+@settings(max_examples=150)
+def test_encode_fast_equals_plain(text):
+    assert FAST.encode(text) == PLAIN.encode(text)
+
+
+vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 800, [EOT])
+FAST = bpe_cffi.Tokenizer(vocab, merges, [EOT], fast=True)
+PLAIN = bpe_cffi.Tokenizer(vocab, merges, [EOT], fast=False)
+
+
+def test_encode_fast_equals_plain_on_real_text(realmix_head):
+    assert FAST.encode(realmix_head) == PLAIN.encode(realmix_head)
+
+
+def test_fast_needs_gpt2_pattern(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("a b")
+    with pytest.raises(ValueError, match="fast=True"):
+        bpe_cffi.count_words(path, pattern=r"\S+", fast=True)
+    with pytest.raises(ValueError, match="fast=True"):
+        bpe_cffi.Tokenizer(vocab, merges, pattern=r"\S+", fast=True)
+    assert bpe_cffi.count_words(path, pattern=r"\S+") == {b"a": 1, b"b": 1}  # auto: plain
