@@ -17,8 +17,8 @@ import numpy as np
 from tqdm import tqdm
 
 from .chunking import chunk_target, plan_chunks
-from .pretokenize import (GPT2_PATTERN, compile_pattern, resolve_fast, special_splitter,
-                          split_on_specials, unique_specials)
+from .pretokenize import (GPT2_PATTERN, compile_pattern, resolve_fast, special_spans,
+                          special_splitter, split_on_specials, unique_specials)
 from .units import Arrays, Counter as UnitCounter, char_classes, utf8_offsets, words_from_units
 
 
@@ -69,8 +69,10 @@ def _count_plain(data: bytes, path: str, start: int, pattern: str, specials) -> 
 
 def _count_fast(data: bytes, path: str, start: int, pattern: str, specials) -> Arrays:
     _, _, byte_splitter = _compiled(pattern, specials)
+    starts, ends, _ = special_spans(data, byte_splitter,
+                                    specials[0].encode() if len(specials) == 1 else None)
     units = UnitCounter()
-    if not units.add_units(byte_splitter.split(data) if byte_splitter else [data]):
+    if not units.add_units(data, starts, ends):
         decode_range(data, path, start)  # raises, naming the offset
     return words_from_units(units)
 

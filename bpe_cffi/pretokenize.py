@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Sequence
 
+import numpy as np
 import regex
 
 #: GPT-2's pre-tokenization pattern (SPEC 1.3), the default everywhere.
@@ -79,3 +80,21 @@ def split_on_specials(text: str, splitter) -> Iterator[tuple[str, bool]]:
         pos = m.end()
     if pos < len(text):
         yield text[pos:], False
+
+
+def special_spans(data: bytes, byte_splitter, single: bytes | None = None):
+    """The pieces of UTF-8 data between special tokens, as (starts, ends), and the special
+    tokens found, in order: piece i is followed by found[i] (the last piece by nothing).
+    single: the only special token, if there is just one (bytes.split finds it faster)."""
+    if single is not None:
+        lengths = np.fromiter(map(len, data.split(single)), np.int64)
+        ends = np.cumsum(lengths + len(single)) - len(single)
+        return (ends - lengths).tolist(), ends.tolist(), [single] * (len(lengths) - 1)
+    starts, ends, found = [0], [], []
+    if byte_splitter is not None:
+        for m in byte_splitter.finditer(data):
+            ends.append(m.start())
+            found.append(m.group())
+            starts.append(m.end())
+    ends.append(len(data))
+    return starts, ends, found

@@ -14,7 +14,7 @@ from .chunking import chunk_target, edge_finder, last_safe_edge, plan_chunks
 from .counting import check_input_file, read_range, resolve_workers
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, compile_pattern, resolve_fast,
-                          special_splitter, split_on_specials, unique_specials)
+                          special_spans, special_splitter, split_on_specials, unique_specials)
 from .units import encode_units, utf8_offsets
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
@@ -34,6 +34,7 @@ class Tokenizer:
         self._regex = compile_pattern(pattern)
         self.special_tokens = unique_specials(special_tokens)
         self._splitter = special_splitter(self.special_tokens)
+        self._byte_splitter = special_splitter(self.special_tokens, bytes)
         self._finder = edge_finder(self.special_tokens, pattern in UNIT_LOCAL_PATTERNS, str)
 
         self.id_to_token: dict[int, bytes] = dict(vocab)
@@ -48,6 +49,7 @@ class Tokenizer:
                 self.id_to_token[new_id] = b
                 self.token_to_id[b] = new_id
             self.special_ids[s] = self.token_to_id[b]
+        self._special_id_of_bytes = {s.encode("utf-8"): i for s, i in self.special_ids.items()}
         self.merges = [tuple(m) for m in merges]
         self._encoder = self._build_encoder()
         self.vocab_size = max(self.id_to_token, default=-1) + 1
@@ -132,37 +134,38 @@ class Tokenizer:
 
     # ---- encoding ----
 
-    def _encode_ordinary(self, text: str) -> np.ndarray:
-        """int32 ids of text that holds no special token."""
-        if self.fast:
-            blob = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
-            ids = encode_units(self._encoder, blob)
-        else:
-            pieces = self._regex.findall(text)
-            blob, offsets = utf8_offsets(pieces)
-            ids = np.empty(len(blob), np.int32)
-            n_out = ffi.new("int64_t *")
-            check(lib.bpe_encoder_encode(self._encoder, ffi.from_buffer("uint8_t[]", blob),
-                                         ffi.from_buffer("int64_t[]", offsets), len(pieces),
-                                         ffi.from_buffer("int32_t[]", ids), len(ids), n_out),
-                  "bpe_encoder_encode")
-            ids = ids[:n_out[0]]
-        if len(ids) and ids.min() < 0:  # only possible with a vocabulary missing some bytes
-            missing = sorted({b for b in blob if bytes([b]) not in self.token_to_id})
-            raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
-                             "which have no token in the vocabulary")
-        return ids
+    def _encode_plain(self, text: str) -> np.ndarray:
+        """int32 ids of text that holds no special token, with the regex pre-tokenizer."""
+        pieces = self._regex.findall(text)
+        blob, offsets = utf8_offsets(pieces)
+        ids = np.empty(len(blob), np.int32)
+        n_out = ffi.new("int64_t *")
+        check(lib.bpe_encoder_encode(self._encoder, ffi.from_buffer("uint8_t[]", blob),
+                                     ffi.from_buffer("int64_t[]", offsets), len(pieces),
+                                     ffi.from_buffer("int32_t[]", ids), len(ids), n_out),
+              "bpe_encoder_encode")
+        return ids[:n_out[0]]
 
     def _encode_array(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"encode takes a str, not {type(text).__name__}")
-        parts = []
-        for piece, is_special in split_on_specials(text, self._splitter):
-            if is_special:
-                parts.append(np.array([self.special_ids[piece]], np.int32))
-            else:
-                parts.append(self._encode_ordinary(piece))
-        return np.concatenate(parts) if parts else np.empty(0, np.int32)
+        if self.fast:  # specials located on the bytes, everything else in one C call
+            data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
+            single = self.special_tokens[0].encode() if len(self.special_tokens) == 1 else None
+            starts, ends, found = special_spans(data, self._byte_splitter, single)
+            then_id = [self._special_id_of_bytes[f] for f in found] + [-1]
+            ids = encode_units(self._encoder, data, starts, ends, then_id)
+        else:
+            parts = [np.array([self.special_ids[piece]], np.int32) if is_special
+                     else self._encode_plain(piece)
+                     for piece, is_special in split_on_specials(text, self._splitter)]
+            ids = np.concatenate(parts) if parts else np.empty(0, np.int32)
+        if len(ids) and ids.min() < 0:  # only possible with a vocabulary missing some bytes
+            missing = sorted({b for b in text.encode("utf-8")
+                              if bytes([b]) not in self.token_to_id})
+            raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
+                             "which have no token in the vocabulary")
+        return ids
 
     def encode(self, text: str) -> list[int]:
         return self._encode_array(text).tolist()

@@ -63,13 +63,13 @@ class Counter:
         check(lib.bpe_counter_add(self._c, _buf("uint8_t[]", blob), _buf("int64_t[]", offsets),
                                   _buf("int64_t[]", counts), len(counts)), "bpe_counter_add")
 
-    def add_units(self, pieces: Sequence[bytes]) -> bool:
-        """Counts the units of each UTF-8 piece; False if one is not valid UTF-8."""
-        offsets = np.zeros(len(pieces) + 1, np.int64)
-        np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)), out=offsets[1:])
-        text = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    def add_units(self, text: bytes, starts: Sequence[int], ends: Sequence[int]) -> bool:
+        """Counts the units of the UTF-8 pieces text[starts[i]:ends[i]]; False if one is not
+        valid UTF-8."""
         rc = lib.bpe_counter_add_units(self._c, _buf("uint8_t[]", text),
-                                       _buf("int64_t[]", offsets), len(pieces))
+                                       _buf("int64_t[]", np.asarray(starts, np.int64)),
+                                       _buf("int64_t[]", np.asarray(ends, np.int64)),
+                                       len(starts))
         if rc == lib.BPE_EUTF8:
             return False
         check(rc, "bpe_counter_add_units")
@@ -97,12 +97,17 @@ def words_from_units(units: Counter) -> Arrays:
     return words.export()
 
 
-def encode_units(encoder, text: bytes) -> np.ndarray:
-    """int32 ids of UTF-8 text (with no special tokens in it) through the unit path."""
+def encode_units(encoder, text: bytes, starts: Sequence[int], ends: Sequence[int],
+                 then_id: Sequence[int]) -> np.ndarray:
+    """int32 ids of the UTF-8 pieces text[starts[i]:ends[i]], each followed by the special id
+    then_id[i] (-1: none), through the unit path: one C call, units shared by all pieces."""
     out = ffi.new("bpe_units **")
-    check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text), out), "bpe_units_scan")
+    check(lib.bpe_units_scan(_buf("uint8_t[]", text), _buf("int64_t[]", np.asarray(starts, np.int64)),
+                             _buf("int64_t[]", np.asarray(ends, np.int64)),
+                             _buf("int32_t[]", np.asarray(then_id, np.int32)), len(starts), out),
+          "bpe_units_scan")
     units = ffi.gc(out[0], lib.bpe_units_free)
-    ids = np.empty(len(text), np.int32)
+    ids = np.empty(len(text) + len(then_id), np.int32)
     n_out = ffi.new("int64_t *")
     check(lib.bpe_encoder_encode_units(encoder, units, _buf("uint8_t[]", char_classes()),
                                        _buf("int32_t[]", ids), len(ids), n_out),

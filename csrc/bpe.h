@@ -84,9 +84,9 @@ void bpe_counter_free(bpe_counter *c);
 int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, const int64_t *offsets,
                     const int64_t *counts, int64_t n_words);
 /* Counts the units of each of n_pieces separate UTF-8 texts, piece i being
- * text[offsets[i] .. offsets[i+1]). BPE_EUTF8 if a piece is not valid UTF-8. */
-int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *offsets,
-                          int64_t n_pieces);
+ * text[starts[i] .. ends[i]). BPE_EUTF8 if a piece is not valid UTF-8. */
+int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *starts,
+                          const int64_t *ends, int64_t n_pieces);
 /* Adds to `words` the pre-tokens of every unit counted in `units`, times the unit's count. */
 int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
                             bpe_counter *words);
@@ -97,8 +97,11 @@ void bpe_counter_export(const bpe_counter *c, uint8_t *bytes, int64_t *offsets, 
 /* The units of one text, each distinct one encoded once. */
 typedef struct bpe_units bpe_units;
 
-int bpe_units_scan(const uint8_t *text, int64_t n, bpe_units **out); /* BPE_EUTF8 if invalid */
-/* Encodes the text the units were scanned from; ids needs room for one id per byte. */
+/* Scans pieces text[starts[i] .. ends[i]) (UTF-8, BPE_EUTF8 if invalid); after piece i comes
+ * the special token then_id[i], or nothing if it is -1. Units are shared across pieces. */
+int bpe_units_scan(const uint8_t *text, const int64_t *starts, const int64_t *ends,
+                   const int32_t *then_id, int64_t n_pieces, bpe_units **out);
+/* Encodes what was scanned; ids needs room for one id per byte plus one per special. */
 int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
                              int32_t *ids, int64_t out_cap, int64_t *n_out);
 void bpe_units_free(bpe_units *u);

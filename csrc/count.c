@@ -48,14 +48,13 @@ int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, const int64_t *offsets
     return BPE_OK;
 }
 
-int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *offsets,
-                          int64_t n_pieces) {
-    if (!c || !offsets || n_pieces < 0 || offsets[0] != 0) return BPE_EINVAL;
+int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *starts,
+                          const int64_t *ends, int64_t n_pieces) {
+    if (!c || n_pieces < 0 || (n_pieces > 0 && (!text || !starts || !ends))) return BPE_EINVAL;
     for (int64_t p = 0; p < n_pieces; p++)
-        if (offsets[p + 1] < offsets[p]) return BPE_EINVAL;
-    if (offsets[n_pieces] > 0 && !text) return BPE_EINVAL;
+        if (starts[p] < 0 || ends[p] < starts[p]) return BPE_EINVAL;
     for (int64_t p = 0; p < n_pieces; p++) {
-        int rc = units_add(&c->table, text + offsets[p], offsets[p + 1] - offsets[p], NULL, NULL);
+        int rc = units_add(&c->table, text + starts[p], ends[p] - starts[p], NULL, NULL);
         if (rc != BPE_OK) return rc;
     }
     return BPE_OK;

@@ -254,7 +254,7 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, const int64_t
 
 struct bpe_units {
     word_table distinct; /* the text's distinct units, in order of first occurrence */
-    int64_t *seq;        /* seq[i]: the distinct unit at occurrence i */
+    int64_t *seq;        /* seq[i]: the distinct unit at occurrence i; -1 - id: special id */
     int64_t n_seq, cap_seq;
 };
 
@@ -279,13 +279,20 @@ static int push_unit(void *ctx, int64_t idx) {
     return BPE_OK;
 }
 
-int bpe_units_scan(const uint8_t *text, int64_t n, bpe_units **out) {
-    if (!out || n < 0 || (n > 0 && !text)) return BPE_EINVAL;
+int bpe_units_scan(const uint8_t *text, const int64_t *starts, const int64_t *ends,
+                   const int32_t *then_id, int64_t n_pieces, bpe_units **out) {
+    if (!out || n_pieces < 0 || (n_pieces > 0 && (!text || !starts || !ends || !then_id)))
+        return BPE_EINVAL;
+    for (int64_t p = 0; p < n_pieces; p++)
+        if (starts[p] < 0 || ends[p] < starts[p] || then_id[p] < -1) return BPE_EINVAL;
     *out = NULL;
     bpe_units *u = calloc(1, sizeof *u);
     if (!u) return BPE_ENOMEM;
     int rc = word_table_init(&u->distinct);
-    if (rc == BPE_OK) rc = units_add(&u->distinct, text, n, push_unit, u);
+    for (int64_t p = 0; rc == BPE_OK && p < n_pieces; p++) {
+        rc = units_add(&u->distinct, text + starts[p], ends[p] - starts[p], push_unit, u);
+        if (rc == BPE_OK && then_id[p] >= 0) rc = push_unit(u, -1 - (int64_t)then_id[p]);
+    }
     if (rc != BPE_OK) {
         bpe_units_free(u);
         return rc;
@@ -319,13 +326,16 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
     if (rc == BPE_OK) start[t->n] = used;
     int64_t out = 0;
     for (int64_t i = 0; rc == BPE_OK && i < u->n_seq; i++) {
-        int64_t d = u->seq[i], m = start[d + 1] - start[d];
+        int64_t d = u->seq[i], m = d < 0 ? 1 : start[d + 1] - start[d]; /* usually 1 or 2 */
         if (out + m > out_cap) {
             rc = BPE_EINVAL;
             break;
         }
-        memcpy(ids + out, arena + start[d], (size_t)m * sizeof *ids);
-        out += m;
+        if (d < 0) {
+            ids[out++] = (int32_t)(-1 - d); /* a special token */
+            continue;
+        }
+        for (const int32_t *from = arena + start[d]; m > 0; m--) ids[out++] = *from++;
     }
     free(start), free(arena), free(ends);
     *n_out = out;
