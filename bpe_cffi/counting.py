@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import functools
 import glob
-import multiprocessing
 import os
+import stat
 import time
 from collections import Counter
 from typing import Iterable, Union
@@ -17,6 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .chunking import chunk_target, plan_chunks
+from .pool import process_pool
 from .pretokenize import (GPT2_PATTERN, compile_pattern, resolve_fast, special_spans,
                           special_splitter, split_on_specials, unique_specials)
 from .units import Arrays, Counter as UnitCounter, char_classes, utf8_offsets, words_from_units
@@ -103,6 +104,9 @@ def check_input_file(path) -> str:
         raise FileNotFoundError(f"no such file: {path!r}")
     if os.path.isdir(path):
         raise IsADirectoryError(f"expected a text file, got a directory: {path!r}")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"{path!r} is not a regular file (a FIFO, socket or device cannot be "
+                         "read in independent byte ranges); copy it to a file first")
     return path
 
 
@@ -195,7 +199,7 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
             for task in tasks:  # small inputs: no pool to start
                 absorb(_count_range(task))
         else:
-            with multiprocessing.get_context().Pool(min(workers, len(tasks))) as pool:
+            with process_pool(min(workers, len(tasks))) as pool:
                 for result in pool.imap_unordered(_count_range, tasks):
                     absorb(result)
     result = total.export()

@@ -1,7 +1,6 @@
 """Tokenizer (SPEC 2): encode and decode with learned merges, over the C encoding core."""
 from __future__ import annotations
 
-import multiprocessing
 import os
 import struct
 from typing import Iterable, Iterator, Sequence
@@ -12,6 +11,7 @@ from tqdm import tqdm
 from ._lib import check, ffi, lib
 from .chunking import chunk_target, edge_finder, last_safe_edge, plan_chunks
 from .counting import check_input_file, read_range, resolve_workers
+from .pool import process_pool
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, compile_pattern, resolve_fast,
                           special_spans, special_splitter, split_on_specials, unique_specials)
@@ -140,7 +140,7 @@ class Tokenizer:
         blob, offsets = utf8_offsets(pieces)
         ids = np.empty(len(blob), np.int32)
         n_out = ffi.new("int64_t *")
-        check(lib.bpe_encoder_encode(self._encoder, ffi.from_buffer("uint8_t[]", blob),
+        check(lib.bpe_encoder_encode(self._encoder, ffi.from_buffer("uint8_t[]", blob), len(blob),
                                      ffi.from_buffer("int64_t[]", offsets), len(pieces),
                                      ffi.from_buffer("int32_t[]", ids), len(ids), n_out),
               "bpe_encoder_encode")
@@ -216,8 +216,7 @@ class Tokenizer:
                 results = (_encode_range_with(self, t) for t in tasks)
                 pool = None
             else:
-                pool = multiprocessing.get_context().Pool(
-                    min(workers, len(tasks)), initializer=_init_worker, initargs=(self,))
+                pool = process_pool(min(workers, len(tasks)), _init_worker, (self,))
                 results = pool.imap(_encode_range, tasks)
             try:
                 for ids, n_bytes in results:

@@ -60,13 +60,14 @@ class Counter:
         self._c = ffi.gc(out[0], lib.bpe_counter_free)
 
     def add(self, blob: bytes, offsets: np.ndarray, counts: np.ndarray) -> None:
-        check(lib.bpe_counter_add(self._c, _buf("uint8_t[]", blob), _buf("int64_t[]", offsets),
-                                  _buf("int64_t[]", counts), len(counts)), "bpe_counter_add")
+        check(lib.bpe_counter_add(self._c, _buf("uint8_t[]", blob), len(blob),
+                                  _buf("int64_t[]", offsets), _buf("int64_t[]", counts),
+                                  len(counts)), "bpe_counter_add")
 
     def add_units(self, text: bytes, starts: Sequence[int], ends: Sequence[int]) -> bool:
         """Counts the units of the UTF-8 pieces text[starts[i]:ends[i]]; False if one is not
         valid UTF-8."""
-        rc = lib.bpe_counter_add_units(self._c, _buf("uint8_t[]", text),
+        rc = lib.bpe_counter_add_units(self._c, _buf("uint8_t[]", text), len(text),
                                        _buf("int64_t[]", np.asarray(starts, np.int64)),
                                        _buf("int64_t[]", np.asarray(ends, np.int64)),
                                        len(starts))
@@ -92,8 +93,9 @@ class Counter:
 def words_from_units(units: Counter) -> Arrays:
     """{pre-token: count} as arrays, from {unit: count}."""
     words = Counter()
-    check(lib.bpe_counter_split_units(units._c, _buf("uint8_t[]", char_classes()), words._c),
-          "bpe_counter_split_units")
+    classes = char_classes()
+    check(lib.bpe_counter_split_units(units._c, _buf("uint8_t[]", classes), len(classes),
+                                      words._c), "bpe_counter_split_units")
     return words.export()
 
 
@@ -102,14 +104,16 @@ def encode_units(encoder, text: bytes, starts: Sequence[int], ends: Sequence[int
     """int32 ids of the UTF-8 pieces text[starts[i]:ends[i]], each followed by the special id
     then_id[i] (-1: none), through the unit path: one C call, units shared by all pieces."""
     out = ffi.new("bpe_units **")
-    check(lib.bpe_units_scan(_buf("uint8_t[]", text), _buf("int64_t[]", np.asarray(starts, np.int64)),
+    check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text),
+                             _buf("int64_t[]", np.asarray(starts, np.int64)),
                              _buf("int64_t[]", np.asarray(ends, np.int64)),
                              _buf("int32_t[]", np.asarray(then_id, np.int32)), len(starts), out),
           "bpe_units_scan")
     units = ffi.gc(out[0], lib.bpe_units_free)
     ids = np.empty(len(text) + len(then_id), np.int32)
     n_out = ffi.new("int64_t *")
-    check(lib.bpe_encoder_encode_units(encoder, units, _buf("uint8_t[]", char_classes()),
+    classes = char_classes()
+    check(lib.bpe_encoder_encode_units(encoder, units, _buf("uint8_t[]", classes), len(classes),
                                        _buf("int32_t[]", ids), len(ids), n_out),
           "bpe_encoder_encode_units")
     ffi.release(units)

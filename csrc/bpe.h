@@ -56,10 +56,12 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
                     const int32_t *merged, int64_t n_merges, int32_t n_ids, bpe_encoder **out);
 
 /* Encodes pre-tokens: word i is bytes[offsets[i] .. offsets[i+1]) (SPEC 2.3: merges applied by
- * rank within each word, never across words). Writes the ids of all words, in order, to ids
+ * rank within each word, never across words); offsets start at 0, never decrease and end at
+ * n_bytes. Writes the ids of all words, in order, to ids
  * (room for out_cap ids; offsets[n_words] always suffices) and their number to *n_out. */
-int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, const int64_t *offsets,
-                       int64_t n_words, int32_t *ids, int64_t out_cap, int64_t *n_out);
+int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_bytes,
+                       const int64_t *offsets, int64_t n_words, int32_t *ids, int64_t out_cap,
+                       int64_t *n_out);
 
 void bpe_encoder_free(bpe_encoder *e);
 
@@ -68,12 +70,13 @@ void bpe_encoder_free(bpe_encoder *e);
 /* Whether code point cp is whitespace for the regex module's \s (Unicode White_Space). */
 int bpe_is_whitespace(uint32_t cp);
 
-/* `classes` below: one byte per code point, 0x110000 of them: 0 \p{L}, 1 \p{N}, 2 \s,
- * 3 anything else (the caller computes it with the regex module). */
+/* `classes` below: one byte per code point, n_classes == 0x110000 of them: 0 \p{L},
+ * 1 \p{N}, 2 \s, 3 anything else (the caller computes it with the regex module). */
 
 /* GPT-2's pattern on UTF-8 text: writes pre-token end offsets to ends (room for n), returns
  * their number. */
-int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes, int64_t *ends);
+int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes,
+                       int64_t n_classes, int64_t *ends);
 
 /* A counter of byte strings. Entries keep first-insertion order. */
 typedef struct bpe_counter bpe_counter;
@@ -81,15 +84,15 @@ typedef struct bpe_counter bpe_counter;
 int bpe_counter_new(bpe_counter **out);
 void bpe_counter_free(bpe_counter *c);
 /* Adds counts[i] to word i, laid out as for bpe_trainer_new. */
-int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, const int64_t *offsets,
-                    const int64_t *counts, int64_t n_words);
+int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
+                    const int64_t *offsets, const int64_t *counts, int64_t n_words);
 /* Counts the units of each of n_pieces separate UTF-8 texts, piece i being
- * text[starts[i] .. ends[i]). BPE_EUTF8 if a piece is not valid UTF-8. */
-int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *starts,
+ * text[starts[i] .. ends[i]) (within text[0 .. n)). BPE_EUTF8 if a piece is not valid UTF-8. */
+int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const int64_t *starts,
                           const int64_t *ends, int64_t n_pieces);
 /* Adds to `words` the pre-tokens of every unit counted in `units`, times the unit's count. */
 int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
-                            bpe_counter *words);
+                            int64_t n_classes, bpe_counter *words);
 void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes);
 /* Copies the entries out: bytes (n_bytes), offsets (n_words + 1), counts (n_words). */
 void bpe_counter_export(const bpe_counter *c, uint8_t *bytes, int64_t *offsets, int64_t *counts);
@@ -99,11 +102,11 @@ typedef struct bpe_units bpe_units;
 
 /* Scans pieces text[starts[i] .. ends[i]) (UTF-8, BPE_EUTF8 if invalid); after piece i comes
  * the special token then_id[i], or nothing if it is -1. Units are shared across pieces. */
-int bpe_units_scan(const uint8_t *text, const int64_t *starts, const int64_t *ends,
+int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const int64_t *ends,
                    const int32_t *then_id, int64_t n_pieces, bpe_units **out);
 /* Encodes what was scanned; ids needs room for one id per byte plus one per special. */
 int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
-                             int32_t *ids, int64_t out_cap, int64_t *n_out);
+                             int64_t n_classes, int32_t *ids, int64_t out_cap, int64_t *n_out);
 void bpe_units_free(bpe_units *u);
 
 #endif

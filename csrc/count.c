@@ -10,8 +10,9 @@ struct bpe_counter {
     word_table table;
 };
 
-int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes, int64_t *ends) {
-    if (!text || !classes || !ends || n <= 0) return 0;
+int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes,
+                       int64_t n_classes, int64_t *ends) {
+    if (!text || !classes || !ends || n <= 0 || n_classes != N_CODE_POINTS) return 0;
     return gpt2_split(text, n, classes, ends);
 }
 
@@ -33,13 +34,13 @@ void bpe_counter_free(bpe_counter *c) {
     free(c);
 }
 
-int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, const int64_t *offsets,
-                    const int64_t *counts, int64_t n_words) {
+int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
+                    const int64_t *offsets, const int64_t *counts, int64_t n_words) {
     if (!c || !offsets || n_words < 0 || (n_words > 0 && !counts) || offsets[0] != 0)
         return BPE_EINVAL;
     for (int64_t i = 0; i < n_words; i++)
         if (offsets[i + 1] < offsets[i] || counts[i] < 0) return BPE_EINVAL;
-    if (offsets[n_words] > 0 && !bytes) return BPE_EINVAL;
+    if (offsets[n_words] != n_bytes || (n_bytes > 0 && !bytes)) return BPE_EINVAL;
     for (int64_t i = 0; i < n_words; i++) {
         int rc = word_table_add(&c->table, bytes + offsets[i], offsets[i + 1] - offsets[i],
                                 counts[i], NULL);
@@ -48,11 +49,11 @@ int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, const int64_t *offsets
     return BPE_OK;
 }
 
-int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *starts,
+int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const int64_t *starts,
                           const int64_t *ends, int64_t n_pieces) {
-    if (!c || n_pieces < 0 || (n_pieces > 0 && (!text || !starts || !ends))) return BPE_EINVAL;
-    for (int64_t p = 0; p < n_pieces; p++)
-        if (starts[p] < 0 || ends[p] < starts[p]) return BPE_EINVAL;
+    if (!c || n < 0 || n_pieces < 0 || (n_pieces > 0 && (!text || !starts || !ends)))
+        return BPE_EINVAL;
+    if (!pieces_in_bounds(n, starts, ends, n_pieces)) return BPE_EINVAL;
     for (int64_t p = 0; p < n_pieces; p++) {
         int rc = units_add(&c->table, text + starts[p], ends[p] - starts[p], NULL, NULL);
         if (rc != BPE_OK) return rc;
@@ -61,8 +62,8 @@ int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, const int64_t *st
 }
 
 int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
-                            bpe_counter *words) {
-    if (!units || !words || !classes) return BPE_EINVAL;
+                            int64_t n_classes, bpe_counter *words) {
+    if (!units || !words || !classes || n_classes != N_CODE_POINTS) return BPE_EINVAL;
     const word_table *t = &units->table;
     int64_t longest = 1, len;
     for (int64_t s = 0; s < t->n; s++)

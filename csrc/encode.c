@@ -201,11 +201,13 @@ static uint64_t hash_word(const uint8_t *p, int64_t n) {
     return h ^ (h >> 29);
 }
 
-int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, const int64_t *offsets,
-                       int64_t n_words, int32_t *ids, int64_t out_cap, int64_t *n_out) {
+int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_bytes,
+                       const int64_t *offsets, int64_t n_words, int32_t *ids, int64_t out_cap,
+                       int64_t *n_out) {
     if (!e || !offsets || !n_out || n_words < 0) return BPE_EINVAL;
     *n_out = 0;
-    if (offsets[0] != 0 || (offsets[n_words] > 0 && !bytes)) return BPE_EINVAL;
+    if (offsets[0] != 0 || offsets[n_words] != n_bytes || (n_bytes > 0 && !bytes))
+        return BPE_EINVAL;
     for (int64_t i = 0; i < n_words; i++)
         if (offsets[i + 1] < offsets[i]) return BPE_EINVAL;
     if (out_cap < offsets[n_words] || (out_cap > 0 && !ids)) return BPE_EINVAL;
@@ -279,12 +281,14 @@ static int push_unit(void *ctx, int64_t idx) {
     return BPE_OK;
 }
 
-int bpe_units_scan(const uint8_t *text, const int64_t *starts, const int64_t *ends,
+int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const int64_t *ends,
                    const int32_t *then_id, int64_t n_pieces, bpe_units **out) {
-    if (!out || n_pieces < 0 || (n_pieces > 0 && (!text || !starts || !ends || !then_id)))
+    if (!out || n < 0 || n_pieces < 0 ||
+        (n_pieces > 0 && (!text || !starts || !ends || !then_id)))
         return BPE_EINVAL;
+    if (!pieces_in_bounds(n, starts, ends, n_pieces)) return BPE_EINVAL;
     for (int64_t p = 0; p < n_pieces; p++)
-        if (starts[p] < 0 || ends[p] < starts[p] || then_id[p] < -1) return BPE_EINVAL;
+        if (then_id[p] < -1) return BPE_EINVAL;
     *out = NULL;
     bpe_units *u = calloc(1, sizeof *u);
     if (!u) return BPE_ENOMEM;
@@ -302,8 +306,9 @@ int bpe_units_scan(const uint8_t *text, const int64_t *starts, const int64_t *en
 }
 
 int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
-                             int32_t *ids, int64_t out_cap, int64_t *n_out) {
-    if (!e || !u || !classes || !n_out || (u->n_seq > 0 && !ids)) return BPE_EINVAL;
+                             int64_t n_classes, int32_t *ids, int64_t out_cap, int64_t *n_out) {
+    if (!e || !u || !classes || !n_out || (u->n_seq > 0 && !ids) || n_classes != N_CODE_POINTS)
+        return BPE_EINVAL;
     *n_out = 0;
     const word_table *t = &u->distinct;
     /* The ids of each distinct unit, back to back: at most one id per byte. */

@@ -81,6 +81,12 @@ int64_t unit_end(const uint8_t *t, int64_t n, int64_t start, int *ascii) {
     return i;
 }
 
+int pieces_in_bounds(int64_t n, const int64_t *starts, const int64_t *ends, int64_t n_pieces) {
+    for (int64_t p = 0; p < n_pieces; p++)
+        if (starts[p] < 0 || ends[p] < starts[p] || ends[p] > n) return 0;
+    return 1;
+}
+
 /* Units are found and hashed a batch ahead of their insertion, and their slots prefetched. */
 #define UNIT_BATCH 32
 

@@ -29,6 +29,9 @@ int units_add(word_table *t, const uint8_t *text, int64_t n,
 enum { CLASS_LETTER = 0, CLASS_NUMBER = 1, CLASS_SPACE = 2, CLASS_OTHER = 3 };
 #define N_CODE_POINTS 0x110000
 
+/* Whether [start, end) pieces lie inside a buffer of n bytes. */
+int pieces_in_bounds(int64_t n, const int64_t *starts, const int64_t *ends, int64_t n_pieces);
+
 /* Splits UTF-8 text exactly as GPT-2's pattern does (regex module semantics); writes the end
  * offset of each pre-token to ends (room for n) and returns their number. Invalid UTF-8 is
  * read a byte at a time as "other" (never out of bounds), but callers pass valid text. */

@@ -44,7 +44,7 @@ def c_split(text: str) -> list[str]:
     data = text.encode("utf-8")
     ends = np.empty(max(len(data), 1), np.int64)
     n = lib.bpe_gpt2_split(ffi.from_buffer(data), len(data), ffi.from_buffer(char_classes()),
-                           ffi.from_buffer("int64_t[]", ends))
+                           0x110000, ffi.from_buffer("int64_t[]", ends))
     cuts = [0] + ends[:n].tolist()
     return [data[a:b].decode("utf-8") for a, b in zip(cuts, cuts[1:])]
 
@@ -60,7 +60,7 @@ def test_c_split_on_invalid_bytes_stays_in_bounds():
     for _ in range(200):
         data = rng.integers(0, 256, rng.integers(1, 64), dtype=np.uint8).tobytes()
         ends = np.empty(len(data), np.int64)
-        n = lib.bpe_gpt2_split(data, len(data), ffi.from_buffer(char_classes()),
+        n = lib.bpe_gpt2_split(data, len(data), ffi.from_buffer(char_classes()), 0x110000,
                                ffi.from_buffer("int64_t[]", ends))
         assert 1 <= n <= len(data) and ends[n - 1] == len(data)
         assert (np.diff(ends[:n]) > 0).all()

@@ -1,0 +1,19 @@
+"""A small train + encode + decode run for memory checkers (scripts/valgrind.sh)."""
+import tempfile
+import warnings
+
+import bpe_cffi
+
+text = open(bpe_cffi.sample_path(), encoding="utf-8").read()[:60_000]
+with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
+    f.write(text + " aaaaaaaaaaaaaaaaaaaa 字字🙂 \u3000x")
+    path = f.name
+vocab, merges = bpe_cffi.train_bpe(path, 600, ["<|endoftext|>"], num_workers=1)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    bpe_cffi.train_from_counts({b"a" * 300: 3, b"ab" * 50: 2, b"\x00\xff": 1}, 400)
+for fast in (True, False):
+    tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], fast=fast)
+    ids = tok.encode(text + "<|endoftext|>" + "x" * 500)
+    assert tok.decode(ids) == text + "<|endoftext|>" + "x" * 500
+print("smoke ok", len(merges), len(ids))

@@ -1,0 +1,293 @@
+"""Reliability (issue 5): hostile files and arguments, C entry points called badly, worker
+errors, Ctrl-C, start methods. Nothing may crash, hang or leave half-written output."""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import bpe_cffi
+from bpe_cffi import counting
+from bpe_cffi._lib import ffi, lib
+
+import reference
+
+EOT = "<|endoftext|>"
+
+
+def write(tmp_path, data, name="c.txt"):
+    path = tmp_path / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+def train_quiet(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bpe_cffi.train_bpe(*args, **kwargs)
+
+
+# ---- hostile files -------------------------------------------------------------------------
+
+def test_20mb_single_pretoken(tmp_path):
+    path = write(tmp_path, b"a" * 20_000_000)
+    assert bpe_cffi.count_words(path) == {b"a" * 20_000_000: 1}
+    vocab, merges = train_quiet(path, 300)
+    # Each merge doubles the longest run; 20e6 = 0b1001100010010110100000000.
+    assert merges[:3] == [(b"a", b"a"), (b"aa", b"aa"), (b"aaaa", b"aaaa")]
+    assert vocab[256 + len(merges) - 1] == b"a" * 20_000_000
+    tok = bpe_cffi.Tokenizer(vocab, merges)
+    assert tok.encode("a" * 2_000_000) == reference_encode_runs(tok, 2_000_000)
+
+
+def reference_encode_runs(tok, n):
+    """Greedy check for a run of 'a': the ids must spell it and no two adjacent ids merge."""
+    ids = tok.encode("a" * n)
+    assert b"".join(tok.id_to_token[i] for i in ids) == b"a" * n
+    ranks = {pair: r for r, pair in enumerate(tok.merges)}
+    tokens = [tok.id_to_token[i] for i in ids]
+    assert not any(p in ranks for p in zip(tokens, tokens[1:]))
+    return ids
+
+
+@pytest.mark.parametrize("name, text", [
+    ("nul bytes", "a\x00b \x00\x00 c\x00"),
+    ("crlf", "line one\r\nline two\r\n\r\nthree\r\n"),
+    ("bom", "\ufeffhello world \ufeff again"),
+    ("no whitespace", "abc,def;ghi!jkl" * 50),
+    ("only whitespace", " \t\n\r\u3000\u00a0" * 20),
+    ("regex metacharacters in text", "[.*+?](a|b)\\d{2}^$ " * 10),
+])
+def test_odd_files_match_reference(tmp_path, name, text):
+    path = write(tmp_path, text)
+    got = train_quiet(path, 256 + 1 + 40, [EOT])
+    want = reference.train_text(text, 256 + 1 + 40, [EOT])
+    assert got[1] == want[1]
+    tok = bpe_cffi.Tokenizer(*got, [EOT])
+    assert tok.encode(text) == reference.encode(text, *got, [EOT])
+    assert tok.decode(tok.encode(text)) == text
+
+
+def test_a_thousand_special_tokens(tmp_path):
+    specials = [f"<|s{i}|>" for i in range(1000)]
+    text = "".join(f"word{i % 7} {specials[i]} more{i % 3}" for i in range(1000))
+    path = write(tmp_path, text)
+    vocab, merges = train_quiet(path, 256 + 1000 + 30, specials)
+    assert merges == reference.train_text(text, 256 + 1000 + 30, specials)[1]
+    assert [vocab[256 + len(merges) + i] for i in range(1000)] == [s.encode() for s in specials]
+    tok = bpe_cffi.Tokenizer(vocab, merges, specials)
+    assert tok.encode(text) == reference.encode(text, vocab, merges, specials)
+
+
+def test_specials_with_metacharacters_and_prefixes(tmp_path):
+    specials = ["[.*]", "(a|b)", "\\d+", "<s>", "<s><s>", "<s"]
+    text = "x[.*]y(a|b)z\\d+<s><s><s>w<s <sx" * 20
+    path = write(tmp_path, text)
+    got = train_quiet(path, 256 + 6 + 30, specials)
+    assert got[1] == reference.train_text(text, 256 + 6 + 30, specials)[1]
+    tok = bpe_cffi.Tokenizer(*got, specials)
+    assert tok.encode(text) == reference.encode(text, *got, specials)
+
+
+def test_vocab_larger_than_corpus_warns(tmp_path):
+    path = write(tmp_path, "ab ab ab")
+    with pytest.warns(UserWarning, match="ran out of pairs after 2 of"):
+        vocab, merges = bpe_cffi.train_bpe(path, 10_000, [EOT])
+    assert len(merges) == 2 and vocab[258] == EOT.encode()
+
+
+def test_directory_and_fifo_are_refused(tmp_path):
+    with pytest.raises(IsADirectoryError):
+        bpe_cffi.count_words(tmp_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        bpe_cffi.count_words(fifo)
+
+
+def test_file_truncated_while_read(tmp_path, monkeypatch):
+    path = write(tmp_path, "hello world " * 300_000)
+    plan = counting.plan_chunks
+
+    def plan_then_truncate(*args, **kwargs):
+        ranges = plan(*args, **kwargs)
+        with open(path, "r+b") as f:
+            f.truncate(1000)
+        return ranges
+
+    monkeypatch.setattr(counting, "plan_chunks", plan_then_truncate)
+    with pytest.raises(OSError, match="changed while being read"):
+        bpe_cffi.count_words(path, num_workers=1)
+
+
+def test_worker_error_keeps_type_and_message(tmp_path):
+    good = ("some text here " * 100_000).encode()
+    path = write(tmp_path, good + b" \xff\xfe " + good)  # several chunks; bad one in the middle
+    with pytest.raises(ValueError, match=f"byte offset {len(good) + 1}"):
+        bpe_cffi.count_words(path, num_workers=2)
+    with pytest.raises(ValueError, match=f"byte offset {len(good) + 1}"):
+        bpe_cffi.count_words(path, num_workers=2, fast=False)
+
+
+# ---- C entry points with hostile arguments -------------------------------------------------
+
+def i64(*xs):
+    return ffi.from_buffer("int64_t[]", np.array(xs, np.int64))
+
+
+def test_trainer_rejects_bad_layouts():
+    out = ffi.new("bpe_trainer **")
+    blob = b"abcd"
+    cases = [  # (n_bytes, offsets, counts, n_words)
+        (-1, i64(0), i64(), 0),
+        (4, i64(0, 3, 2, 4), i64(1, 1, 1), 3),   # offsets out of order
+        (4, i64(1, 4), i64(1), 1),               # not starting at 0
+        (4, i64(0, 5), i64(1), 1),               # past the end
+        (4, i64(0, 4), i64(-1), 1),              # negative count
+        (4, i64(0, 4), i64(1), -2),              # negative number of words
+    ]
+    for n_bytes, offsets, counts, n in cases:
+        assert lib.bpe_trainer_new(blob, n_bytes, offsets, counts, n, 0, out) == lib.BPE_EINVAL
+    assert lib.bpe_trainer_new(blob, 4, i64(0, 4), i64(1), 1, 1, out) == lib.BPE_EINVAL  # limit
+    assert lib.bpe_trainer_new(blob, 4, i64(0, 4), i64(1), 1, 0, out) == lib.BPE_OK
+    t = out[0]
+    done = ffi.new("int64_t *")
+    assert lib.bpe_trainer_step(t, -1, ffi.NULL, ffi.NULL, ffi.NULL, done) == lib.BPE_EINVAL
+    assert lib.bpe_trainer_step(t, 3, ffi.NULL, ffi.NULL, ffi.NULL, done) == lib.BPE_EINVAL
+    assert lib.bpe_trainer_step(ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL, done) == lib.BPE_EINVAL
+    lib.bpe_trainer_free(t)
+    lib.bpe_trainer_free(ffi.NULL)
+
+
+def test_encoder_rejects_bad_ids_and_offsets():
+    out = ffi.new("bpe_encoder **")
+    byte_ids = ffi.from_buffer("int32_t[]", np.arange(256, dtype=np.int32))
+    one = lambda v: ffi.from_buffer("int32_t[]", np.array([v], np.int32))  # noqa: E731
+    assert lib.bpe_encoder_new(byte_ids, one(1), one(2), one(300), 1, 257, out) == lib.BPE_EINVAL
+    assert lib.bpe_encoder_new(byte_ids, one(-5), one(2), one(256), 1, 257, out) == lib.BPE_EINVAL
+    bad_bytes = ffi.from_buffer("int32_t[]", np.full(256, 999, np.int32))
+    assert lib.bpe_encoder_new(bad_bytes, one(1), one(2), one(256), 1, 257, out) == lib.BPE_EINVAL
+    assert lib.bpe_encoder_new(byte_ids, one(97), one(98), one(256), 1, 257, out) == lib.BPE_OK
+    enc = out[0]
+    ids = ffi.new("int32_t[]", 16)
+    n = ffi.new("int64_t *")
+    assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 3, 2, 4), 3, ids, 16, n) == lib.BPE_EINVAL
+    assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 99), 1, ids, 16, n) == lib.BPE_EINVAL
+    assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 4), 1, ids, 2, n) == lib.BPE_EINVAL
+    assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 4), 1, ids, 16, n) == lib.BPE_OK
+    assert list(ids[0:n[0]]) == [256, 256]
+    lib.bpe_encoder_free(enc)
+
+
+def test_units_and_counters_reject_bad_pieces():
+    u = ffi.new("bpe_units **")
+    minus1 = ffi.from_buffer("int32_t[]", np.array([-1], np.int32))
+    assert lib.bpe_units_scan(b"abc", 3, i64(2), i64(1), minus1, 1, u) == lib.BPE_EINVAL
+    assert lib.bpe_units_scan(b"abc", 3, i64(0), i64(9), minus1, 1, u) == lib.BPE_EINVAL
+    assert lib.bpe_units_scan(b"a\xffc", 3, i64(0), i64(3), minus1, 1, u) == lib.BPE_EUTF8
+    c = ffi.new("bpe_counter **")
+    assert lib.bpe_counter_new(c) == lib.BPE_OK
+    counter = c[0]
+    assert lib.bpe_counter_add(counter, b"ab", 2, i64(0, 3), i64(1), 1) == lib.BPE_EINVAL
+    assert lib.bpe_counter_add(counter, b"ab", 2, i64(0, 2), i64(-1), 1) == lib.BPE_EINVAL
+    assert lib.bpe_counter_add_units(counter, b"ab", 2, i64(0), i64(5), 1) == lib.BPE_EINVAL
+    assert lib.bpe_counter_add_units(counter, b"\xc3(", 2, i64(0), i64(2), 1) == lib.BPE_EUTF8
+    short = np.zeros(10, np.uint8)
+    assert lib.bpe_counter_split_units(counter, ffi.from_buffer(short), 10, counter) == lib.BPE_EINVAL
+    lib.bpe_counter_free(counter)
+
+
+# ---- processes and signals -----------------------------------------------------------------
+
+CHILD = textwrap.dedent("""
+    import sys, bpe_cffi
+    print("started", flush=True)
+    try:
+        {call}
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+        sys.exit(130)
+    print("finished", flush=True)
+""")
+
+
+def _interrupt(tmp_path, call):
+    """Runs call in a child in its own process group, sends SIGINT to the whole group (as a
+    terminal's Ctrl-C does) and returns (child output, seconds to exit, group still alive)."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD.format(call=call)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True,
+                            cwd=tmp_path)
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(1.5)  # into the pooled part
+    os.killpg(proc.pid, signal.SIGINT)
+    t = time.monotonic()
+    out, _ = proc.communicate(timeout=30)
+    took = time.monotonic() - t
+    time.sleep(0.5)
+    try:
+        os.killpg(proc.pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    return out, took, alive
+
+
+@pytest.fixture(scope="module")
+def big_corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("big") / "big.txt"
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(120):  # about 44 MB: several seconds on the plain path
+            f.write(sample)
+    return path
+
+
+def test_ctrl_c_during_training(tmp_path, big_corpus):
+    out, took, alive = _interrupt(
+        tmp_path, f"bpe_cffi.train_bpe({str(big_corpus)!r}, 5000, num_workers=2, fast=False)")
+    assert "KeyboardInterrupt" in out and "finished" not in out
+    assert took < 10
+    assert not alive, "worker processes outlived the interrupted parent"
+
+
+def test_ctrl_c_during_encode_file_keeps_old_output(tmp_path, big_corpus):
+    vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT])
+    bpe_cffi.save(vocab, merges, tmp_path / "tok", [EOT])
+    out_path = tmp_path / "ids.npy"
+    np.save(out_path, np.arange(5, dtype=np.uint16))
+    before = out_path.read_bytes()
+    # The plain (regex) path takes several seconds here, so the interrupt lands mid-way.
+    call = (f"t = bpe_cffi.Tokenizer.load({str(tmp_path / 'tok')!r}); "
+            f"t = bpe_cffi.Tokenizer(t.id_to_token, t.merges, t.special_tokens, fast=False); "
+            f"t.encode_file({str(big_corpus)!r}, {str(out_path)!r}, num_workers=2)")
+    out, took, alive = _interrupt(tmp_path, call)
+    assert "KeyboardInterrupt" in out and "finished" not in out
+    assert took < 10 and not alive
+    assert out_path.read_bytes() == before  # the old output is untouched
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_start_methods(tmp_path, method):
+    text = "the quick brown fox " * 200_000 + EOT + " jumps over the lazy dog " * 100_000
+    path = write(tmp_path, text)
+    code = textwrap.dedent(f"""
+        import multiprocessing, pickle, sys, bpe_cffi
+        if __name__ == "__main__":
+            multiprocessing.set_start_method({method!r})
+            counts = bpe_cffi.count_words({str(path)!r}, ["{EOT}"], num_workers=2)
+            sys.stdout.buffer.write(pickle.dumps(counts))
+    """)
+    script = tmp_path / "run.py"
+    script.write_text(code)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert pickle.loads(proc.stdout) == bpe_cffi.count_words(path, [EOT], num_workers=1)
