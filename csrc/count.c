@@ -61,22 +61,56 @@ int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const 
     return BPE_OK;
 }
 
+/* Pre-tokens waiting to be added to a table, hashed and prefetched ahead of the insert. */
+#define SPLIT_BATCH 32
+
+typedef struct {
+    const uint8_t *ptr[SPLIT_BATCH];
+    int64_t len[SPLIT_BATCH], count[SPLIT_BATCH];
+    uint64_t hash[SPLIT_BATCH];
+    int n;
+} pending_words;
+
+static int flush(word_table *t, pending_words *b) {
+    for (int j = 0; j < b->n; j++) {
+        int rc = word_table_add_hashed(t, b->ptr[j], b->len[j], b->hash[j], b->count[j], NULL);
+        if (rc != BPE_OK) return rc;
+    }
+    b->n = 0;
+    return BPE_OK;
+}
+
 int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
                             int64_t n_classes, bpe_counter *words) {
     if (!units || !words || !classes || n_classes != N_CODE_POINTS) return BPE_EINVAL;
     const word_table *t = &units->table;
-    int64_t longest = 1, len;
+    int64_t longest = 1;
     for (int64_t s = 0; s < t->n; s++)
         if (t->start[s + 1] - t->start[s] > longest) longest = t->start[s + 1] - t->start[s];
     int64_t *ends = malloc((size_t)longest * sizeof *ends);
     if (!ends) return BPE_ENOMEM;
-    int rc = BPE_OK;
-    for (int64_t s = 0; s < t->n && rc == BPE_OK; s++) {
-        const uint8_t *p = word_table_key(t, s, &len);
-        int64_t k = gpt2_split(p, len, classes, ends), count = word_table_count(t, s);
-        for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++])
-            rc = word_table_add(&words->table, p + from, ends[j] - from, count, NULL);
+    pending_words batch;
+    batch.n = 0;
+    /* Fewer distinct pre-tokens than units, as a rule: size the table once. */
+    int rc = word_table_reserve(&words->table, words->table.n + t->n);
+    /* Slot order, not insertion order: it reads each unit's count sequentially, and the order
+     * in which pre-tokens are first met changes neither counts nor merges. */
+    for (int64_t i = 0; i < t->n_slots && rc == BPE_OK; i++) {
+        const word_slot *u = &t->slots[i];
+        if (u->seq < 0) continue;
+        const uint8_t *p = t->arena + t->start[u->seq];
+        int64_t k = gpt2_split(p, u->len, classes, ends);
+        for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
+            if (batch.n == SPLIT_BATCH) rc = flush(&words->table, &batch);
+            batch.ptr[batch.n] = p + from;
+            batch.len[batch.n] = ends[j] - from;
+            batch.count[batch.n] = u->count;
+            batch.hash[batch.n] = word_table_hash(p + from, ends[j] - from);
+            word_table_prefetch(&words->table, batch.hash[batch.n]);
+            batch.n++;
+        }
     }
+    if (rc == BPE_OK) rc = flush(&words->table, &batch);
     free(ends);
     return rc;
 }

@@ -57,6 +57,15 @@ int word_table_init(word_table *t) {
     return BPE_OK;
 }
 
+int word_table_reserve(word_table *t, int64_t n) {
+    int64_t n_slots = t->n_slots;
+    while (n_slots < 2 * n) {
+        if (n_slots > INT64_MAX / 4) return BPE_EOVERFLOW;
+        n_slots *= 2;
+    }
+    return n_slots > t->n_slots ? alloc_slots(t, n_slots) : BPE_OK;
+}
+
 /* Room for one more word of len bytes. */
 static int reserve(word_table *t, int64_t len) {
     if (t->n == t->cap) {

@@ -29,6 +29,8 @@ typedef struct {
 } word_table;
 
 int word_table_init(word_table *t);
+/* Makes room for about n words in all, so that filling the table does not rehash it. */
+int word_table_reserve(word_table *t, int64_t n);
 /* Adds count to word w[0..len), inserting it if new; *seq gets its number (may be NULL). */
 int word_table_add(word_table *t, const uint8_t *w, int64_t len, int64_t count, int64_t *seq);
 /* The same in two steps, so that a caller adding many words can hash a batch ahead and ask
