@@ -30,6 +30,16 @@ def test_merge_phase(benchmark, corpus_counts):
                        rounds=5, iterations=1)
 
 
+@pytest.mark.benchmark(group="merge phase")
+def test_merge_phase_pure_python(benchmark, corpus_counts):
+    import bpe_cffi
+    import python_trainer
+    n = VOCAB - 257
+    merges = benchmark.pedantic(python_trainer.train, args=(corpus_counts, n), rounds=1,
+                                iterations=1)
+    assert merges == bpe_cffi.train_from_counts(corpus_counts, VOCAB, [EOT])[1]
+
+
 @pytest.mark.benchmark(group="pre-tokenize and count")
 def test_count_words(benchmark, corpus):
     import bpe_cffi

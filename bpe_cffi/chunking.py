@@ -14,11 +14,11 @@ Either kind is safe only if no special-token occurrence straddles it.
 """
 from __future__ import annotations
 
-import os
 import re
 from typing import AnyStr, Sequence
 
 from .pretokenize import UNIT_LOCAL_PATTERNS
+from .sources import file_size, open_binary
 
 _BLOCK = 1 << 20  # bytes scanned at a time while looking for an edge
 
@@ -73,11 +73,11 @@ def chunk_target(size: int, num_workers: int) -> int:
 
 def plan_chunks(path: str, specials: Sequence[str], pattern: str, target: int) -> list[tuple[int, int]]:
     """Splits the file into (start, end) byte ranges of about `target` bytes on safe edges."""
-    size = os.path.getsize(path)
+    size = file_size(path)
     special_bytes = [s.encode("utf-8") for s in specials]
     finder = edge_finder(special_bytes, pattern in UNIT_LOCAL_PATTERNS)
     edges = [0]
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         while edges[-1] + target < size:
             edge = next_safe_edge(f, edges[-1] + target, size, special_bytes, finder)
             if edge >= size:

@@ -54,8 +54,20 @@ def cmd_train(args) -> None:
     check_vocab_size(args.vocab_size, len(specials))
     progress = not args.quiet
 
-    arrays, stats = count_words_arrays(inputs, specials, pattern=args.pattern,
-                                       num_workers=args.workers, progress=progress)
+    client = None
+    if args.scheduler:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ValueError("--scheduler needs Dask: pip install 'bpe_cffi[dask]'") from None
+        client = Client(args.scheduler)
+    try:
+        arrays, stats = count_words_arrays(inputs, specials, pattern=args.pattern,
+                                           num_workers=args.workers, client=client,
+                                           progress=progress)
+    finally:
+        if client is not None:
+            client.close()
     t1 = time.perf_counter()
     vocab, merges = train_from_arrays(arrays, args.vocab_size, specials, progress=progress)
     t2 = time.perf_counter()
@@ -138,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--pattern", default=GPT2_PATTERN, help="pre-tokenization regex (GPT-2's)")
     t.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
     t.add_argument("--out", required=True, metavar="DIR", help="where to write the tokenizer")
+    t.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="count on this Dask cluster instead of local processes")
     t.add_argument("--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_train)
 

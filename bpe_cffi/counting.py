@@ -6,18 +6,17 @@ pre-tokenizes it and returns its counts, so no process ever holds the whole corp
 from __future__ import annotations
 
 import functools
-import glob
 import os
-import stat
 import time
 from collections import Counter
-from typing import Iterable, Union
+from typing import Iterable
 
 import numpy as np
 from tqdm import tqdm
 
 from .chunking import chunk_target, plan_chunks
 from .pool import process_pool
+from .sources import (PathsLike, decode_range, file_size, read_range_bytes, resolve_inputs)
 from .pretokenize import (GPT2_PATTERN, compile_pattern, resolve_fast, special_spans,
                           special_splitter, split_on_specials, unique_specials)
 from .units import Arrays, Counter as UnitCounter, char_classes, utf8_offsets, words_from_units
@@ -26,30 +25,6 @@ from .units import Arrays, Counter as UnitCounter, char_classes, utf8_offsets, w
 @functools.lru_cache(maxsize=8)
 def _compiled(pattern: str, specials: tuple[str, ...]):
     return compile_pattern(pattern), special_splitter(specials), special_splitter(specials, bytes)
-
-
-def read_range_bytes(path: str, start: int, end: int) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(end - start)
-    if len(data) != end - start:
-        raise OSError(f"{path} changed while being read: expected {end - start} bytes at "
-                      f"offset {start}, got {len(data)}")
-    return data
-
-
-def decode_range(data: bytes, path: str, start: int) -> str:
-    """data (bytes start.. of path) as text, with an error that says where it is not UTF-8."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not valid UTF-8: byte offset {start + e.start} "
-                         f"({e.reason})") from None
-
-
-def read_range(path: str, start: int, end: int) -> str:
-    """The text of bytes [start, end) of path."""
-    return decode_range(read_range_bytes(path, start, end), path, start)
 
 
 def count_text(text: str, pattern: str, specials: tuple[str, ...]) -> Counter:
@@ -78,7 +53,7 @@ def _count_fast(data: bytes, path: str, start: int, pattern: str, specials) -> A
     return words_from_units(units)
 
 
-def _count_range(task) -> tuple[Arrays, int, float, float]:
+def count_range(task) -> tuple[Arrays, int, float, float]:
     """Worker: (word count arrays, bytes done, seconds reading, seconds pre-tokenizing)."""
     path, start, end, pattern, specials, fast = task
     t0 = time.perf_counter()
@@ -98,47 +73,12 @@ def resolve_workers(num_workers: int | None) -> int:
     return num_workers
 
 
-def check_input_file(path) -> str:
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no such file: {path!r}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"expected a text file, got a directory: {path!r}")
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise ValueError(f"{path!r} is not a regular file (a FIFO, socket or device cannot be "
-                         "read in independent byte ranges); copy it to a file first")
-    return path
-
-
-PathsLike = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
-
-
-def resolve_inputs(paths: PathsLike) -> list[str]:
-    """One path, a list of paths, or glob patterns -> the list of files, in a stable order."""
-    items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
-    files: list[str] = []
-    for item in items:
-        p = os.fspath(item)
-        if isinstance(p, bytes):
-            p = os.fsdecode(p)
-        if not os.path.exists(p) and glob.has_magic(p):
-            matches = sorted(m for m in glob.glob(p) if os.path.isfile(m))
-            if not matches:
-                raise FileNotFoundError(f"no file matches {p!r}")
-            files.extend(matches)
-        else:
-            files.append(check_input_file(p))
-    if not files:
-        raise ValueError("no input files given")
-    return files
-
-
 class CountStats:
     """Where counting time went: summed over workers for read and pre-tokenize."""
 
     def __init__(self):
         self.read_s = self.pretokenize_s = self.combine_s = self.wall_s = 0.0
-        self.n_bytes = self.n_files = 0
+        self.n_bytes = self.n_files = self.bytes_sent = 0
 
     def __str__(self) -> str:
         return (f"read {self.read_s:.2f} s + pre-tokenize {self.pretokenize_s:.2f} s "
@@ -147,23 +87,30 @@ class CountStats:
 
 def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
                 pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-                fast: bool | None = None, progress: bool = False) -> dict[bytes, int]:
+                fast: bool | None = None, client=None,
+                progress: bool = False) -> dict[bytes, int]:
     """Counts the pre-tokens of UTF-8 text files (SPEC 1.2-1.3): {pre-token bytes: count}.
 
-    input_path: a path, a list of paths, or a glob. Special tokens cut the text and are not
-    counted. fast: count distinct units in C (None: whenever the pattern allows). The result
-    does not depend on num_workers (None: one per core) nor on fast.
+    input_path: a path, a list of paths, or a glob (fsspec URLs too). Special tokens cut the
+    text and are not counted. fast: count distinct units in C (None: whenever the pattern
+    allows). client: a dask.distributed Client to count on a cluster instead of a local pool.
+    The result depends on none of num_workers, fast or client.
     """
-    (blob, offsets, counts), _ = count_words_arrays(input_path, special_tokens, pattern=pattern,
-                                                    num_workers=num_workers, fast=fast,
-                                                    progress=progress)
+    arrays, _ = count_words_arrays(input_path, special_tokens, pattern=pattern,
+                                   num_workers=num_workers, fast=fast, client=client,
+                                   progress=progress)
+    return arrays_to_dict(arrays)
+
+
+def arrays_to_dict(arrays: Arrays) -> dict[bytes, int]:
+    blob, offsets, counts = arrays
     ends = offsets.tolist()
     return dict(zip([blob[a:b] for a, b in zip(ends, ends[1:])], counts.tolist()))
 
 
 def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
                        pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-                       fast: bool | None = None,
+                       fast: bool | None = None, client=None,
                        progress: bool = False) -> tuple[Arrays, CountStats]:
     """count_words as flat arrays (words back to back, offsets, counts), and where the time
     went. The workers' counts are merged in C, so no Python dict of the corpus is built."""
@@ -173,15 +120,21 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
     compile_pattern(pattern)  # fail here, in the caller, on a bad pattern
     fast = resolve_fast(fast, pattern)
     workers = resolve_workers(num_workers)
-    sizes = [os.path.getsize(p) for p in paths]
+    sizes = [file_size(p) for p in paths]
     target = chunk_target(sum(sizes), workers)
     tasks = [(p, a, b, pattern, specials, fast)
              for p in paths for a, b in plan_chunks(p, specials, pattern, target)]
 
-    if fast:
-        char_classes()  # computed once here, inherited by forked workers
     stats = CountStats()
     stats.n_files = len(paths)
+    if client is not None:  # the same tasks, run by Dask
+        from .dask_executor import count_on_dask
+        result, stats.bytes_sent = count_on_dask(client, tasks)
+        stats.n_bytes = sum(sizes)
+        stats.wall_s = time.perf_counter() - t_start
+        return result, stats
+    if fast:
+        char_classes()  # computed once here, inherited by forked workers
     total = UnitCounter()
     with tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="pre-tokenize",
               disable=None if progress else True) as bar:
@@ -197,10 +150,10 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
 
         if workers == 1 or len(tasks) <= 1:
             for task in tasks:  # small inputs: no pool to start
-                absorb(_count_range(task))
+                absorb(count_range(task))
         else:
             with process_pool(min(workers, len(tasks))) as pool:
-                for result in pool.imap_unordered(_count_range, tasks):
+                for result in pool.imap_unordered(count_range, tasks):
                     absorb(result)
     result = total.export()
     total.release()

@@ -262,3 +262,41 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
                   indent=1)
     save_tiktoken(vocab, paths[3], specials)
     return paths
+
+
+# ---- word counts ----------------------------------------------------------------------------
+
+def save_counts(counts, path) -> None:
+    """Writes word counts ({bytes: count}, or count_words_arrays' arrays) as a compact .npz,
+    atomically, so that counting and merging can run at different times."""
+    import numpy as np
+    if isinstance(counts, dict):
+        words = list(counts)
+        blob = b"".join(words)
+        offsets = np.zeros(len(words) + 1, np.int64)
+        np.cumsum([len(w) for w in words], out=offsets[1:])
+        values = np.fromiter(counts.values(), np.int64, len(words))
+    else:
+        blob, offsets, values = counts
+    with atomic_write(os.fspath(path), "wb") as f:
+        np.savez(f, words=np.frombuffer(blob, np.uint8), offsets=offsets, counts=values,
+                 format=np.array(["bpe_cffi word counts 1"]))
+
+
+def load_counts(path) -> dict[bytes, int]:
+    """Reads a file written by save_counts."""
+    import numpy as np
+    path = os.fspath(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if "bpe_cffi word counts 1" not in z["format"].tolist():
+                raise ValueError("unknown format")
+            blob, offsets, values = z["words"].tobytes(), z["offsets"], z["counts"]
+    except (KeyError, ValueError, OSError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise ValueError(f"{path}: not a bpe_cffi word-count file ({e})") from None
+    ends = offsets.tolist()
+    if len(ends) != len(values) + 1 or (ends and (ends[0] != 0 or ends[-1] != len(blob))):
+        raise ValueError(f"{path}: inconsistent word-count file")
+    return dict(zip([blob[a:b] for a, b in zip(ends, ends[1:])], values.tolist()))

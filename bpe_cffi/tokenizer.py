@@ -10,7 +10,8 @@ from tqdm import tqdm
 
 from ._lib import check, ffi, lib
 from .chunking import chunk_target, edge_finder, last_safe_edge, plan_chunks
-from .counting import check_input_file, read_range, resolve_workers
+from .counting import resolve_workers
+from .sources import check_input_file, read_range
 from .pool import process_pool
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, compile_pattern, resolve_fast,

@@ -11,7 +11,8 @@ import numpy as np
 from tqdm import tqdm
 
 from ._lib import check, ffi, lib
-from .counting import PathsLike, count_words_arrays
+from .counting import count_words_arrays
+from .sources import PathsLike
 from .pretokenize import GPT2_PATTERN, unique_specials
 
 Vocab = dict[int, bytes]
@@ -132,17 +133,20 @@ def train_from_arrays(arrays, vocab_size: int, special_tokens: Iterable[str] = (
 
 def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[str] = (), *,
               pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-              fast: bool | None = None, progress: bool = False) -> tuple[Vocab, Merges]:
+              fast: bool | None = None, client=None,
+              progress: bool = False) -> tuple[Vocab, Merges]:
     """Trains byte-level BPE on UTF-8 text files (SPEC 1): a path, a list of paths or a glob.
 
     Returns vocab {id: bytes} (bytes 0-255, then one token per merge, then the special tokens)
     and the merges in creation order. progress=True shows progress bars on a terminal and
-    prints where the time went. fast: see count_words (the result never depends on it).
+    prints where the time went. fast, client: see count_words (the result depends on
+    neither).
     """
     specials = unique_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))  # before the long part
     arrays, stats = count_words_arrays(input_path, specials, pattern=pattern,
-                                       num_workers=num_workers, fast=fast, progress=progress)
+                                       num_workers=num_workers, fast=fast, client=client,
+                                       progress=progress)
     t = time.perf_counter()
     vocab, merges, n_wanted = _learn(arrays, vocab_size, specials, progress, 0)
     if progress:

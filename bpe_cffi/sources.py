@@ -1,0 +1,96 @@
+"""Where corpus text comes from: paths, lists, globs and fsspec URLs; byte ranges read and
+decoded with errors that say where."""
+from __future__ import annotations
+
+import glob
+import os
+import stat
+from typing import Iterable, Union
+
+PathsLike = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
+
+
+def is_url(path: str) -> bool:
+    return "://" in path
+
+
+def open_binary(path: str):
+    """A local file, or (a URL such as s3:// or file://) the same through fsspec."""
+    if is_url(path):
+        import fsspec
+        return fsspec.open(path, "rb").open()
+    return open(path, "rb")
+
+
+def file_size(path: str) -> int:
+    if is_url(path):
+        import fsspec
+        fs, p = fsspec.core.url_to_fs(path)
+        return fs.size(p)
+    return os.path.getsize(path)
+
+
+def read_range_bytes(path: str, start: int, end: int) -> bytes:
+    with open_binary(path) as f:
+        f.seek(start)
+        data = f.read(end - start)
+    if len(data) != end - start:
+        raise OSError(f"{path} changed while being read: expected {end - start} bytes at "
+                      f"offset {start}, got {len(data)}")
+    return data
+
+
+def decode_range(data: bytes, path: str, start: int) -> str:
+    """data (bytes start.. of path) as text, with an error that says where it is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not valid UTF-8: byte offset {start + e.start} "
+                         f"({e.reason})") from None
+
+
+def read_range(path: str, start: int, end: int) -> str:
+    """The text of bytes [start, end) of path."""
+    return decode_range(read_range_bytes(path, start, end), path, start)
+
+
+def check_input_file(path) -> str:
+    path = os.fspath(path)
+    if is_url(path):
+        return path
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such file: {path!r}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"expected a text file, got a directory: {path!r}")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"{path!r} is not a regular file (a FIFO, socket or device cannot be "
+                         "read in independent byte ranges); copy it to a file first")
+    return path
+
+
+def resolve_inputs(paths: PathsLike) -> list[str]:
+    """One path, a list of paths, or glob patterns -> the list of files, in a stable order."""
+    items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
+    files: list[str] = []
+    for item in items:
+        p = os.fspath(item)
+        if isinstance(p, bytes):
+            p = os.fsdecode(p)
+        if is_url(p):
+            import fsspec
+            fs, _ = fsspec.core.url_to_fs(p)
+            matches = fsspec.open_files(p)
+            if not matches:
+                raise FileNotFoundError(f"no file matches {p!r}")
+            files.extend(fs.unstrip_protocol(f.path) for f in matches)
+            continue
+        if not os.path.exists(p) and glob.has_magic(p):
+            matches = sorted(m for m in glob.glob(p) if os.path.isfile(m))
+            if not matches:
+                raise FileNotFoundError(f"no file matches {p!r}")
+            files.extend(matches)
+        else:
+            files.append(check_input_file(p))
+    if not files:
+        raise ValueError("no input files given")
+    return files

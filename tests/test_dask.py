@@ -1,0 +1,88 @@
+"""Counting on Dask (issue 8): same counts as the local pool, identical merges, and a worker
+killed mid-job is retried without changing the result. Skipped when Dask is not installed."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+import bpe_cffi  # noqa: E402
+
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def corpus_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dask")
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    paths = []
+    for i in range(3):
+        p = d / f"part{i}.txt"
+        p.write_text((sample[i * 1000:] + f" extra{i} \u3000字 ") * (i + 2), encoding="utf-8")
+        paths.append(str(p))
+    return paths
+
+
+@pytest.mark.parametrize("specials", [[], [EOT]])
+@pytest.mark.parametrize("fast", [True, False])
+def test_counts_equal_local(client, corpus_files, specials, fast):
+    on_dask = bpe_cffi.count_words(corpus_files, specials, fast=fast, client=client)
+    local = bpe_cffi.count_words(corpus_files, specials, fast=fast, num_workers=1)
+    assert on_dask == local
+    if specials:
+        assert not any(EOT.encode() in w for w in on_dask)
+
+
+def test_glob_and_training_identical(client, corpus_files):
+    pattern = os.path.join(os.path.dirname(corpus_files[0]), "part*.txt")
+    on_dask = bpe_cffi.train_bpe(pattern, 1200, [EOT], client=client)
+    assert on_dask == bpe_cffi.train_bpe(corpus_files, 1200, [EOT], num_workers=2)
+
+
+def test_save_and_load_counts(client, corpus_files, tmp_path):
+    counts = bpe_cffi.count_words(corpus_files, [EOT], client=client)
+    bpe_cffi.save_counts(counts, tmp_path / "counts.npz")
+    loaded = bpe_cffi.load_counts(tmp_path / "counts.npz")
+    assert loaded == counts
+    assert bpe_cffi.train_from_counts(loaded, 900, [EOT]) == \
+        bpe_cffi.train_from_counts(counts, 900, [EOT])
+    (tmp_path / "bad.npz").write_bytes(b"nope")
+    with pytest.raises(ValueError, match="bad.npz"):
+        bpe_cffi.load_counts(tmp_path / "bad.npz")
+
+
+def test_killed_worker_is_retried(client, tmp_path):
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    paths = []
+    for i in range(4):  # enough plain-path work (several seconds) to kill a worker mid-way
+        p = tmp_path / f"big{i}.txt"
+        p.write_text(sample * 12 + f" tail{i}", encoding="utf-8")
+        paths.append(str(p))
+    want = bpe_cffi.count_words(paths, [EOT], fast=False, num_workers=2)
+    result = {}
+    job = threading.Thread(target=lambda: result.update(
+        counts=bpe_cffi.count_words(paths, [EOT], fast=False, client=client)))
+    job.start()
+    time.sleep(1.0)
+    pids = client.run(os.getpid)
+    victim = sorted(pids.values())[0]
+    assert job.is_alive(), "the job ended before the worker could be killed"
+    os.kill(victim, signal.SIGKILL)
+    job.join(timeout=300)
+    assert not job.is_alive()
+    assert result["counts"] == want
+    client.wait_for_workers(2, timeout=60)
+    assert victim not in client.run(os.getpid).values()  # it really died and was replaced
