@@ -1,7 +1,9 @@
-"""count_words: a corpus file -> {pre-token bytes: count}, pre-tokenized in a process pool.
+"""count_words: corpus files -> {pre-token bytes: count}, in a local process pool or on Dask.
 
-The parent only plans byte ranges (chunking.py); each worker reads its own range, decodes it,
-pre-tokenizes it and returns its counts, so no process ever holds the whole corpus.
+The parent only plans byte ranges (chunking.py); each task reads its own range, pre-tokenizes
+it (the unit fast path or the plain regex) and returns compact count arrays, so no process
+ever holds the whole corpus. count_range is the one task; pool.py and dask_executor.py are the
+two ways of running it.
 """
 from __future__ import annotations
 

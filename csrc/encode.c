@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "grow.h"
 #include "pair_map.h"
 #include "units.h"
 #include "word_table.h"
@@ -270,10 +271,10 @@ void bpe_units_free(bpe_units *u) {
 static int push_unit(void *ctx, int64_t idx) {
     bpe_units *u = ctx;
     if (u->n_seq == u->cap_seq) {
-        int64_t cap = u->cap_seq ? 2 * u->cap_seq : 1024;
-        if ((uint64_t)cap > SIZE_MAX / sizeof(int64_t)) return BPE_EOVERFLOW;
-        int64_t *seq = realloc(u->seq, (size_t)cap * sizeof *seq);
-        if (!seq) return BPE_ENOMEM;
+        int rc;
+        int64_t cap = grow_capacity(u->cap_seq, u->n_seq + 1, 1024);
+        int64_t *seq = cap < 0 ? NULL : resize_array(u->seq, cap, sizeof *seq, &rc);
+        if (!seq) return cap < 0 ? BPE_EOVERFLOW : rc;
         u->seq = seq;
         u->cap_seq = cap;
     }

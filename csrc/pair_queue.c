@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "grow.h"
 
 /* ---- ordering ---- */
 
@@ -53,11 +54,10 @@ static void sift_down(pair_queue *q, pair_rec *pairs, int64_t i) {
 
 static int heap_reserve(pair_queue *q, int64_t extra) {
     if (q->heap_n + extra <= q->heap_cap) return BPE_OK;
-    int64_t cap = q->heap_cap ? q->heap_cap : 256;
-    while (cap < q->heap_n + extra) cap *= 2;
-    if ((uint64_t)cap > SIZE_MAX / sizeof(int32_t)) return BPE_EOVERFLOW;
-    int32_t *heap = realloc(q->heap, (size_t)cap * sizeof *heap);
-    if (!heap) return BPE_ENOMEM;
+    int rc;
+    int64_t cap = grow_capacity(q->heap_cap, q->heap_n + extra, 256);
+    int32_t *heap = cap < 0 ? NULL : resize_array(q->heap, cap, sizeof *heap, &rc);
+    if (!heap) return cap < 0 ? BPE_EOVERFLOW : rc;
     q->heap = heap;
     q->heap_cap = cap;
     return BPE_OK;

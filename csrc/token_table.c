@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "grow.h"
 
 static uint64_t hash_bytes(const uint8_t *p, int64_t n) {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then a final mix */
@@ -71,34 +72,31 @@ int token_table_init(token_table *tt) {
 }
 
 static int grow_ids(token_table *tt) {
-    if (tt->cap > INT32_MAX / 2) return BPE_EOVERFLOW;
-    int32_t cap = tt->cap * 2;
-    int64_t *start = realloc(tt->start, (size_t)cap * sizeof *start);
-    if (!start) return BPE_ENOMEM;
+    int64_t cap = grow_capacity(tt->cap, (int64_t)tt->cap + 1, 512);
+    if (cap < 0 || cap > INT32_MAX) return BPE_EOVERFLOW; /* ids are int32 */
+    int rc;
+    int64_t *start = resize_array(tt->start, cap, sizeof *start, &rc);
+    if (!start) return rc;
     tt->start = start;
-    int64_t *len = realloc(tt->len, (size_t)cap * sizeof *len);
-    if (!len) return BPE_ENOMEM;
+    int64_t *len = resize_array(tt->len, cap, sizeof *len, &rc);
+    if (!len) return rc;
     tt->len = len;
-    int32_t *canon = realloc(tt->canon, (size_t)cap * sizeof *canon);
-    if (!canon) return BPE_ENOMEM;
+    int32_t *canon = resize_array(tt->canon, cap, sizeof *canon, &rc);
+    if (!canon) return rc;
     tt->canon = canon;
-    uint64_t *hash = realloc(tt->hash, (size_t)cap * sizeof *hash);
-    if (!hash) return BPE_ENOMEM;
+    uint64_t *hash = resize_array(tt->hash, cap, sizeof *hash, &rc);
+    if (!hash) return rc;
     tt->hash = hash;
-    tt->cap = cap;
+    tt->cap = (int32_t)cap;
     return BPE_OK;
 }
 
 static int reserve_bytes(token_table *tt, int64_t extra) {
     if (tt->n_bytes + extra <= tt->cap_bytes) return BPE_OK;
-    int64_t cap = tt->cap_bytes;
-    while (cap < tt->n_bytes + extra) {
-        if (cap > INT64_MAX / 2) return BPE_EOVERFLOW;
-        cap *= 2;
-    }
-    if ((uint64_t)cap > SIZE_MAX) return BPE_EOVERFLOW;
-    uint8_t *bytes = realloc(tt->bytes, (size_t)cap);
-    if (!bytes) return BPE_ENOMEM;
+    int rc;
+    int64_t cap = grow_capacity(tt->cap_bytes, tt->n_bytes + extra, 4096);
+    uint8_t *bytes = cap < 0 ? NULL : resize_array(tt->bytes, cap, 1, &rc);
+    if (!bytes) return cap < 0 ? BPE_EOVERFLOW : rc;
     tt->bytes = bytes;
     tt->cap_bytes = cap;
     return BPE_OK;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "grow.h"
 #include "pair_map.h"
 #include "pair_queue.h"
 #include "token_table.h"
@@ -87,24 +88,25 @@ static inline int64_t next_of(const symbol *sym, int64_t p) {
 /* ---- growable arrays ---- */
 
 static int grow_pairs(bpe_trainer *t) {
-    if (t->cap_pairs > INT32_MAX / 2) return BPE_EOVERFLOW;
-    int32_t cap = t->cap_pairs ? 2 * t->cap_pairs : 1024;
-    pair_rec *pairs = realloc(t->pairs, (size_t)cap * sizeof *pairs);
-    if (!pairs) return BPE_ENOMEM;
+    int64_t cap = grow_capacity(t->cap_pairs, (int64_t)t->cap_pairs + 1, 1024);
+    if (cap < 0 || cap > INT32_MAX) return BPE_EOVERFLOW; /* pair indices are int32 */
+    int rc;
+    pair_rec *pairs = resize_array(t->pairs, cap, sizeof *pairs, &rc);
+    if (!pairs) return rc;
     t->pairs = pairs;
-    pair_sites *sites = realloc(t->sites, (size_t)cap * sizeof *sites);
-    if (!sites) return BPE_ENOMEM;
+    pair_sites *sites = resize_array(t->sites, cap, sizeof *sites, &rc);
+    if (!sites) return rc;
     t->sites = sites;
-    t->cap_pairs = cap;
+    t->cap_pairs = (int32_t)cap;
     return BPE_OK;
 }
 
 static int sites_push(pair_sites *s, int64_t pos) {
     if (s->len == s->cap) {
-        int64_t cap = s->cap ? 2 * s->cap : 4;
-        if ((uint64_t)cap > SIZE_MAX / sizeof(int64_t)) return BPE_EOVERFLOW;
-        int64_t *p = realloc(s->pos, (size_t)cap * sizeof *p);
-        if (!p) return BPE_ENOMEM;
+        int rc;
+        int64_t cap = grow_capacity(s->cap, s->len + 1, 4);
+        int64_t *p = cap < 0 ? NULL : resize_array(s->pos, cap, sizeof *p, &rc);
+        if (!p) return cap < 0 ? BPE_EOVERFLOW : rc;
         s->pos = p;
         s->cap = cap;
     }
@@ -123,10 +125,10 @@ static void sites_release(pair_sites *s) {
 static int mark_dirty(bpe_trainer *t, int32_t idx) {
     if (t->sites[idx].dirty) return BPE_OK;
     if (t->n_dirty == t->cap_dirty) {
-        int64_t cap = t->cap_dirty ? 2 * t->cap_dirty : 256;
-        if ((uint64_t)cap > SIZE_MAX / sizeof(int32_t)) return BPE_EOVERFLOW;
-        int32_t *d = realloc(t->dirty, (size_t)cap * sizeof *d);
-        if (!d) return BPE_ENOMEM;
+        int rc;
+        int64_t cap = grow_capacity(t->cap_dirty, t->n_dirty + 1, 256);
+        int32_t *d = cap < 0 ? NULL : resize_array(t->dirty, cap, sizeof *d, &rc);
+        if (!d) return cap < 0 ? BPE_EOVERFLOW : rc;
         t->dirty = d;
         t->cap_dirty = cap;
     }
@@ -175,21 +177,19 @@ static int move_occurrence(bpe_trainer *t, int32_t lost, int32_t gained, int64_t
 
 static int grow_memo(bpe_trainer *t, int32_t n_tokens) {
     if (n_tokens <= t->cap_memo) return BPE_OK;
-    int32_t cap = t->cap_memo ? t->cap_memo : 1024;
-    while (cap < n_tokens) {
-        if (cap > INT32_MAX / 2) return BPE_EOVERFLOW;
-        cap *= 2;
-    }
+    int64_t cap = grow_capacity(t->cap_memo, n_tokens, 1024);
+    if (cap < 0 || cap > INT32_MAX) return BPE_EOVERFLOW;
+    int rc;
     for (int side = 0; side < 2; side++) {
-        neighbour_pairs *m = realloc(t->memo[side], (size_t)cap * sizeof *m);
-        if (!m) return BPE_ENOMEM;
+        neighbour_pairs *m = resize_array(t->memo[side], cap, sizeof *m, &rc);
+        if (!m) return rc;
         t->memo[side] = m;
-        for (int32_t i = t->cap_memo; i < cap; i++) m[i].lost = m[i].gained = -1;
-        int32_t *touched = realloc(t->touched[side], (size_t)cap * sizeof *touched);
-        if (!touched) return BPE_ENOMEM;
+        for (int64_t i = t->cap_memo; i < cap; i++) m[i].lost = m[i].gained = -1;
+        int32_t *touched = resize_array(t->touched[side], cap, sizeof *touched, &rc);
+        if (!touched) return rc;
         t->touched[side] = touched;
     }
-    t->cap_memo = cap;
+    t->cap_memo = (int32_t)cap;
     return BPE_OK;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "grow.h"
 
 static inline uint64_t prefix_of(const uint8_t *p, int64_t n) {
     uint64_t x = 0;
@@ -68,26 +69,22 @@ int word_table_reserve(word_table *t, int64_t n) {
 
 /* Room for one more word of len bytes. */
 static int reserve(word_table *t, int64_t len) {
+    int rc;
     if (t->n == t->cap) {
-        if (t->cap >= INT32_MAX / 2) return BPE_EOVERFLOW; /* seq is an int32 */
-        int64_t cap = 2 * t->cap;
-        int64_t *start = realloc(t->start, (size_t)(cap + 1) * sizeof *start);
-        if (!start) return BPE_ENOMEM;
+        int64_t cap = grow_capacity(t->cap, t->n + 1, 1024);
+        if (cap < 0 || cap >= INT32_MAX) return BPE_EOVERFLOW; /* seq is an int32 */
+        int64_t *start = resize_array(t->start, cap + 1, sizeof *start, &rc);
+        if (!start) return rc;
         t->start = start;
-        int64_t *slot_of = realloc(t->slot_of, (size_t)cap * sizeof *slot_of);
-        if (!slot_of) return BPE_ENOMEM;
+        int64_t *slot_of = resize_array(t->slot_of, cap, sizeof *slot_of, &rc);
+        if (!slot_of) return rc;
         t->slot_of = slot_of;
         t->cap = cap;
     }
     if (t->n_bytes + len > t->cap_bytes) {
-        int64_t cap = t->cap_bytes;
-        while (cap < t->n_bytes + len) {
-            if (cap > INT64_MAX / 2) return BPE_EOVERFLOW;
-            cap *= 2;
-        }
-        if ((uint64_t)cap > SIZE_MAX) return BPE_EOVERFLOW;
-        uint8_t *a = realloc(t->arena, (size_t)cap);
-        if (!a) return BPE_ENOMEM;
+        int64_t cap = grow_capacity(t->cap_bytes, t->n_bytes + len, 16384);
+        uint8_t *a = cap < 0 ? NULL : resize_array(t->arena, cap, 1, &rc);
+        if (!a) return cap < 0 ? BPE_EOVERFLOW : rc;
         t->arena = a;
         t->cap_bytes = cap;
     }
