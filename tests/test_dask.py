@@ -67,19 +67,22 @@ def test_save_and_load_counts(client, corpus_files, tmp_path):
 def test_killed_worker_is_retried(client, tmp_path):
     sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     paths = []
-    for i in range(4):  # enough plain-path work (several seconds) to kill a worker mid-way
+    for i in range(4):  # plain-path work for several seconds on two workers
         p = tmp_path / f"big{i}.txt"
-        p.write_text(sample * 12 + f" tail{i}", encoding="utf-8")
+        p.write_text(sample * 30 + f" tail{i}", encoding="utf-8")
         paths.append(str(p))
     want = bpe_cffi.count_words(paths, [EOT], fast=False, num_workers=2)
     result = {}
     job = threading.Thread(target=lambda: result.update(
         counts=bpe_cffi.count_words(paths, [EOT], fast=False, client=client)))
     job.start()
-    time.sleep(1.0)
-    pids = client.run(os.getpid)
-    victim = sorted(pids.values())[0]
-    assert job.is_alive(), "the job ended before the worker could be killed"
+    deadline = time.monotonic() + 30
+    busy = []
+    while not busy and time.monotonic() < deadline:  # a worker that is running a task now
+        busy = [w for w, tasks in client.processing().items() if tasks]
+        time.sleep(0.05)
+    assert busy and job.is_alive(), "the job ended before a worker could be killed"
+    victim = client.run(os.getpid, workers=[busy[0]])[busy[0]]
     os.kill(victim, signal.SIGKILL)
     job.join(timeout=300)
     assert not job.is_alive()
