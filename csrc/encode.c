@@ -5,9 +5,11 @@
  * training. Short words (almost all of them) use a flat array and rescan for the lowest rank,
  * as tiktoken does; long ones use a heap so a 20 MB pre-token is O(n log n), not O(n^2).
  *
- * Each call keeps a small cache from word bytes to where its ids were first written, so a
- * repeated word costs one hash lookup and a copy. The cache is local to the call: the encoder
- * itself is never written after construction, which keeps concurrent calls safe.
+ * Two ways in. bpe_encoder_encode takes pre-tokens (the plain, regex path) and keeps a per-call
+ * cache from word bytes to where its ids were first written, so a repeated word costs one hash
+ * lookup and a copy. bpe_encoder_encode_units takes the units of a text (units.h) and encodes
+ * each distinct unit once. Either way all scratch state belongs to the call: the encoder is
+ * never written after construction, which keeps concurrent calls safe.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,6 @@ struct bpe_encoder {
     int32_t byte_ids[256];
     pair_map ranks;  /* (left, right) -> rank */
     int32_t *merged; /* merged[rank]: the id the pair becomes */
-    int64_t n_merges;
 };
 
 int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
@@ -44,7 +45,6 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
     bpe_encoder *e = calloc(1, sizeof *e);
     if (!e) return BPE_ENOMEM;
     memcpy(e->byte_ids, byte_ids, sizeof e->byte_ids);
-    e->n_merges = n_merges;
     e->merged = malloc((size_t)n_merges * sizeof *e->merged + 1);
     int rc = e->merged ? pair_map_init(&e->ranks, n_merges) : BPE_ENOMEM;
     for (int64_t r = 0; rc == BPE_OK && r < n_merges; r++) {

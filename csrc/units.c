@@ -45,9 +45,8 @@ static int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
 /* ASCII whitespace per \s: \t \n \v \f \r and space. */
 static inline int ascii_space(uint8_t c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }
 
-int64_t unit_end(const uint8_t *t, int64_t n, int64_t start, int *ascii) {
+int64_t unit_end(const uint8_t *t, int64_t n, int64_t start) {
     int64_t i = start;
-    uint8_t high = 0;
     int seen_text = 0; /* passed the whitespace run */
     /* The common case: ASCII letters and punctuation after the whitespace run. */
     while (i < n && t[i] < 0x80 && ascii_space(t[i])) i++;
@@ -55,16 +54,12 @@ int64_t unit_end(const uint8_t *t, int64_t n, int64_t start, int *ascii) {
         seen_text = 1;
         i++;
     }
-    if (i == n || (t[i] < 0x80 && ascii_space(t[i]) && seen_text)) {
-        *ascii = 1;
-        return i;
-    }
+    if (i == n || (t[i] < 0x80 && ascii_space(t[i]) && seen_text)) return i;
     /* Anything else, a character at a time from where the ASCII loops stopped. */
     while (i < n) {
-        uint8_t b = t[i];
         int space, len;
-        if (b < 0x80) {
-            space = ascii_space(b);
+        if (t[i] < 0x80) {
+            space = ascii_space(t[i]);
             len = 1;
         } else {
             uint32_t cp;
@@ -74,10 +69,8 @@ int64_t unit_end(const uint8_t *t, int64_t n, int64_t start, int *ascii) {
         }
         if (space && seen_text) break; /* non-whitespace -> whitespace: the unit ends */
         if (!space) seen_text = 1;
-        high |= b;
         i += len;
     }
-    *ascii = high < 0x80;
     return i;
 }
 
@@ -97,9 +90,8 @@ int units_add(word_table *t, const uint8_t *text, int64_t n,
     for (int64_t i = 0; i < n;) {
         int k = 0;
         for (; k < UNIT_BATCH && i < n; k++) {
-            int ascii;
             start[k] = i;
-            end[k] = unit_end(text, n, i, &ascii);
+            end[k] = unit_end(text, n, i);
             if (end[k] < 0) return BPE_EUTF8;
             hash[k] = word_table_hash(text + i, end[k] - i);
             word_table_prefetch(t, hash[k]);

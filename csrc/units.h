@@ -15,9 +15,8 @@
 #include "word_table.h"
 
 /* The end of the unit that starts at `start` (< n), or -1 if the text there is not valid
- * UTF-8 (overlong forms, surrogates and code points past U+10FFFF are invalid, as in Python).
- * *ascii tells whether every byte of the unit is below 0x80. */
-int64_t unit_end(const uint8_t *t, int64_t n, int64_t start, int *ascii);
+ * UTF-8 (overlong forms, surrogates and code points past U+10FFFF are invalid, as in Python). */
+int64_t unit_end(const uint8_t *t, int64_t n, int64_t start);
 
 /* Adds each unit of UTF-8 text to t (count 1 per occurrence) and, if emit is not NULL, calls
  * emit(ctx, seq) with each occurrence's number in order. BPE_EUTF8 if the text is invalid. */
