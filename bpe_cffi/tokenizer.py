@@ -52,8 +52,8 @@ class Tokenizer:
             self.special_ids[s] = self.token_to_id[b]
         self._special_id_of_bytes = {s.encode("utf-8"): i for s, i in self.special_ids.items()}
         self.merges = [tuple(m) for m in merges]
-        self._encoder = self._build_encoder()
         self.vocab_size = max(self.id_to_token, default=-1) + 1
+        self._encoder = self._build_encoder()
         self._dtype = np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
 
     # ---- construction ----
@@ -84,7 +84,7 @@ class Tokenizer:
             left[r] = self._id_of(a, f"merge {r} names the token")
             right[r] = self._id_of(b, f"merge {r} names the token")
             merged[r] = self._id_of(a + b, f"merge {r} makes the token")
-        n_ids = max(self.id_to_token) + 1
+        n_ids = self.vocab_size
         out = ffi.new("bpe_encoder **")
         check(lib.bpe_encoder_new(ffi.from_buffer("int32_t[]", byte_ids),
                                   ffi.from_buffer("int32_t[]", left),
@@ -236,8 +236,7 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Concatenates the tokens' bytes and decodes them as UTF-8 (bad bytes -> U+FFFD)."""
-        if isinstance(ids, np.ndarray):
-            ids = ids.tolist()
+        ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
         table = self.id_to_token
         try:
             data = b"".join([table[i] for i in ids])

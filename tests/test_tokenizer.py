@@ -235,6 +235,20 @@ def test_decode_unknown_id(tok):
         tok.decode([-1])
 
 
+def test_decode_takes_any_iterable(tok):
+    ids = tok.encode("In the beginning")
+    assert tok.decode(iter(ids)) == tok.decode(np.array(ids)) == "In the beginning"
+    with pytest.raises(ValueError, match="99999"):
+        tok.decode(i for i in [1, 99999])
+
+
+def test_empty_vocabulary():
+    tok = Tokenizer({}, [])
+    assert tok.encode("") == [] and len(tok) == 0
+    with pytest.raises(ValueError, match="no token"):
+        tok.encode("a")
+
+
 def test_decode_malformed_bytes_gives_replacement(tok):
     assert tok.decode([0xE2, 0x82]) == "\ufffd"  # a cut-off 3-byte sequence
     assert tok.decode([0xFF, ord("a")]) == "\ufffda"
