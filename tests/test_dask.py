@@ -52,6 +52,21 @@ def test_glob_and_training_identical(client, corpus_files):
     assert on_dask == bpe_cffi.train_bpe(corpus_files, 1200, [EOT], num_workers=2)
 
 
+def test_fsspec_url_glob(client, corpus_files):
+    url = "file://" + os.path.join(os.path.dirname(corpus_files[0]), "part*.txt")
+    assert bpe_cffi.count_words(url, [EOT], client=client) == \
+        bpe_cffi.count_words(corpus_files, [EOT], num_workers=1)
+
+
+def test_cli_scheduler(client, corpus_files, tmp_path, capsys):
+    from bpe_cffi.cli import main
+    address = client.scheduler.address
+    assert main(["train", *corpus_files, "--vocab-size", "700", "--special-token", EOT,
+                 "--out", str(tmp_path / "tok"), "--scheduler", address, "--quiet"]) == 0
+    assert bpe_cffi.Tokenizer.load(tmp_path / "tok").merges == \
+        bpe_cffi.train_bpe(corpus_files, 700, [EOT])[1]
+
+
 def test_save_and_load_counts(client, corpus_files, tmp_path):
     counts = bpe_cffi.count_words(corpus_files, [EOT], client=client)
     bpe_cffi.save_counts(counts, tmp_path / "counts.npz")

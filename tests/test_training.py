@@ -156,6 +156,13 @@ def test_specials_never_inside_a_merge(tmp_path):
     assert (b"t", b"<") not in merges
 
 
+def test_progress_reports_phases(tmp_path, capsys):
+    train_bpe(write(tmp_path, SPEC_TEXT), 263, [EOT], progress=True)
+    err = capsys.readouterr().err
+    for phase in ("read", "pre-tokenize", "combine", "merge (C)", "output"):
+        assert phase in err
+
+
 def test_empty_file_gives_bytes_and_specials(tmp_path):
     with pytest.warns(UserWarning, match="ran out of pairs"):
         vocab, merges = train_bpe(write(tmp_path, ""), 300, [EOT])
