@@ -188,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bpe-cffi: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (| head): not an error worth a message
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (OSError, ValueError, TypeError, MemoryError, OverflowError, UnicodeError) as e:
         print(f"bpe-cffi: error: {e}", file=sys.stderr)
         return 1

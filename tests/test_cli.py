@@ -70,3 +70,15 @@ def test_module_entry_point():
     proc = subprocess.run([sys.executable, "-m", "bpe_cffi", "sample-path"], capture_output=True,
                           text=True, check=True)
     assert proc.stdout.strip() == bpe_cffi.sample_path()
+
+
+def test_closed_pipe_is_quiet(tmp_path):
+    tok = tmp_path / "tok"
+    main(["train", "--sample", "--vocab-size", "300", "--out", str(tok), "--quiet"])
+    ids = tmp_path / "ids.npy"
+    main(["encode", "--tokenizer", str(tok), bpe_cffi.sample_path(), "--out", str(ids),
+          "--quiet"])
+    proc = subprocess.run(f"{sys.executable} -m bpe_cffi decode --tokenizer {tok} {ids} | head -c 10",
+                          shell=True, capture_output=True, text=True)
+    assert proc.stdout == open(bpe_cffi.sample_path(), encoding="utf-8").read()[:10]
+    assert "Traceback" not in proc.stderr and "error" not in proc.stderr
