@@ -8,6 +8,7 @@ two ways of running it.
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 import time
 from collections import Counter
@@ -39,30 +40,73 @@ def count_text(text: str, pattern: str, specials: tuple[str, ...]) -> Counter:
     return counts
 
 
-def _count_plain(data: bytes, path: str, start: int, pattern: str, specials) -> Arrays:
-    counts = count_text(decode_range(data, path, start), pattern, specials)
-    blob, offsets = utf8_offsets(list(counts))
-    return blob, offsets, np.fromiter(counts.values(), np.int64, len(counts))
+class _Tally:
+    """What one worker accumulates over its byte ranges: unit counts on the fast path,
+    pre-token counts on the plain path. finish() turns them into pre-token count arrays, so
+    the distinct units of all the ranges are split once, not once per range."""
 
+    def __init__(self, pattern: str, specials: tuple[str, ...], fast: bool):
+        self.pattern, self.specials, self.fast = pattern, specials, fast
+        self.units = UnitCounter() if fast else None
+        self.words: Counter = Counter()
+        self.n_bytes, self.read_s, self.tok_s = 0, 0.0, 0.0
 
-def _count_fast(data: bytes, path: str, start: int, pattern: str, specials) -> Arrays:
-    _, _, byte_splitter = _compiled(pattern, specials)
-    starts, ends, _ = special_spans(data, byte_splitter,
-                                    specials[0].encode() if len(specials) == 1 else None)
-    units = UnitCounter()
-    if not units.add_units(data, starts, ends):
-        decode_range(data, path, start)  # raises, naming the offset
-    return words_from_units(units)
+    def add_range(self, path: str, start: int, end: int) -> None:
+        t0 = time.perf_counter()
+        data = read_range_bytes(path, start, end)
+        t1 = time.perf_counter()
+        if self.fast:
+            _, _, byte_splitter = _compiled(self.pattern, self.specials)
+            single = self.specials[0].encode() if len(self.specials) == 1 else None
+            starts, ends, _ = special_spans(data, byte_splitter, single)
+            if not self.units.add_units(data, starts, ends):
+                decode_range(data, path, start)  # raises, naming the offset
+        else:
+            self.words.update(count_text(decode_range(data, path, start), self.pattern,
+                                         self.specials))
+        self.read_s += t1 - t0
+        self.tok_s += time.perf_counter() - t1
+        self.n_bytes += end - start
+
+    def finish(self) -> tuple[Arrays, int, float, float]:
+        """(word count arrays, bytes done, seconds reading, seconds pre-tokenizing)."""
+        t = time.perf_counter()
+        if self.fast:
+            arrays = words_from_units(self.units)
+        else:
+            blob, offsets = utf8_offsets(list(self.words))
+            arrays = blob, offsets, np.fromiter(self.words.values(), np.int64, len(self.words))
+        self.tok_s += time.perf_counter() - t
+        return arrays, self.n_bytes, self.read_s, self.tok_s
 
 
 def count_range(task) -> tuple[Arrays, int, float, float]:
-    """Worker: (word count arrays, bytes done, seconds reading, seconds pre-tokenizing)."""
+    """One task: the word counts of one byte range (what each Dask task runs)."""
     path, start, end, pattern, specials, fast = task
-    t0 = time.perf_counter()
-    data = read_range_bytes(path, start, end)
-    t1 = time.perf_counter()
-    arrays = (_count_fast if fast else _count_plain)(data, path, start, pattern, specials)
-    return arrays, end - start, t1 - t0, time.perf_counter() - t1
+    tally = _Tally(pattern, specials, fast)
+    tally.add_range(path, start, end)
+    return tally.finish()
+
+
+_progress = None  # in pool workers: a shared count of bytes done, for the parent's bar
+
+
+def _set_progress(counter) -> None:
+    global _progress
+    _progress = counter
+
+
+def count_group(tasks, report=None) -> tuple[Arrays, int, float, float]:
+    """One worker's share of the ranges, tallied together (what each local worker runs)."""
+    tally = _Tally(*tasks[0][3:])
+    for path, start, end, *_ in tasks:
+        tally.add_range(path, start, end)
+        if report is not None:
+            report(end - start)
+        elif _progress is not None:
+            with _progress.get_lock():
+                _progress.value += end - start
+    return tally.finish()
 
 
 def resolve_workers(num_workers: int | None) -> int:
@@ -148,15 +192,26 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
             stats.read_s += read_s
             stats.pretokenize_s += tok_s
             stats.n_bytes += n_bytes
-            bar.update(n_bytes)
 
-        if workers == 1 or len(tasks) <= 1:
-            for task in tasks:  # small inputs: no pool to start
-                absorb(count_range(task))
+        n_groups = min(workers, len(tasks))
+        if n_groups <= 1:  # small inputs or one worker: no pool to start
+            if tasks:
+                absorb(count_group(tasks, report=bar.update))
         else:
-            with process_pool(min(workers, len(tasks))) as pool:
-                for result in pool.imap_unordered(count_range, tasks):
+            # Ranges dealt round-robin: each worker gets a mix of the corpus.
+            groups = [tasks[g::n_groups] for g in range(n_groups)]
+            done = multiprocessing.get_context().Value("q", 0)
+            with process_pool(n_groups, _set_progress, (done,)) as pool:
+                results = pool.imap_unordered(count_group, groups)
+                for _ in groups:
+                    while True:
+                        try:
+                            result = results.next(timeout=0.2)
+                            break
+                        except multiprocessing.TimeoutError:
+                            bar.update(done.value - bar.n)
                     absorb(result)
+            bar.update(done.value - bar.n)
     result = total.export()
     total.release()
     stats.wall_s = time.perf_counter() - t_start

@@ -93,12 +93,11 @@ int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
     batch.n = 0;
     /* Fewer distinct pre-tokens than units, as a rule: size the table once. */
     int rc = word_table_reserve(&words->table, words->table.n + t->n);
-    /* Slot order, not insertion order: it reads each unit's count sequentially, and the order
-     * in which pre-tokens are first met changes neither counts nor merges. */
-    for (int64_t i = 0; i < t->n_slots && rc == BPE_OK; i++) {
-        const word_slot *u = &t->slots[i];
-        if (u->seq < 0) continue;
-        const uint8_t *p = t->arena + t->start[u->seq];
+    /* Insertion order: frequent units come early, so frequent pre-tokens do too, and the
+     * trainer lays words out in this order, where packing the hot ones together pays. */
+    for (int64_t seq = 0; seq < t->n && rc == BPE_OK; seq++) {
+        const word_slot *u = &t->slots[t->slot_of[seq]];
+        const uint8_t *p = t->arena + t->start[seq];
         int64_t k = gpt2_split(p, u->len, classes, ends);
         for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
             if (batch.n == SPLIT_BATCH) rc = flush(&words->table, &batch);
