@@ -270,14 +270,10 @@ void bpe_units_free(bpe_units *u) {
 
 static int push_unit(void *ctx, int64_t idx) {
     bpe_units *u = ctx;
-    if (u->n_seq == u->cap_seq) {
-        int rc;
-        int64_t cap = grow_capacity(u->cap_seq, u->n_seq + 1, 1024);
-        int64_t *seq = cap < 0 ? NULL : resize_array(u->seq, cap, sizeof *seq, &rc);
-        if (!seq) return cap < 0 ? BPE_EOVERFLOW : rc;
-        u->seq = seq;
-        u->cap_seq = cap;
-    }
+    int rc;
+    int64_t *seq = reserve_array(u->seq, &u->cap_seq, u->n_seq + 1, 1024, sizeof *seq, &rc);
+    if (!seq) return rc;
+    u->seq = seq;
     u->seq[u->n_seq++] = idx;
     return BPE_OK;
 }

@@ -33,4 +33,21 @@ static inline void *resize_array(void *p, int64_t n, size_t size, int *rc) {
     return q;
 }
 
+/* Room for `need` items in array p of capacity *cap, growing it as grow_capacity says (at
+ * least `first`). Returns the array, moved or not; NULL with *rc set on failure, in which case
+ * p and *cap are unchanged. */
+static inline void *reserve_array(void *p, int64_t *cap, int64_t need, int64_t first,
+                                  size_t size, int *rc) {
+    *rc = BPE_OK;
+    if (need <= *cap) return p;
+    int64_t c = grow_capacity(*cap, need, first);
+    if (c < 0) {
+        *rc = BPE_EOVERFLOW;
+        return NULL;
+    }
+    void *q = resize_array(p, c, size, rc);
+    if (q) *cap = c;
+    return q;
+}
+
 #endif

@@ -53,13 +53,11 @@ static void sift_down(pair_queue *q, pair_rec *pairs, int64_t i) {
 }
 
 static int heap_reserve(pair_queue *q, int64_t extra) {
-    if (q->heap_n + extra <= q->heap_cap) return BPE_OK;
     int rc;
-    int64_t cap = grow_capacity(q->heap_cap, q->heap_n + extra, 256);
-    int32_t *heap = cap < 0 ? NULL : resize_array(q->heap, cap, sizeof *heap, &rc);
-    if (!heap) return cap < 0 ? BPE_EOVERFLOW : rc;
+    int32_t *heap = reserve_array(q->heap, &q->heap_cap, q->heap_n + extra, 256, sizeof *heap,
+                                  &rc);
+    if (!heap) return rc;
     q->heap = heap;
-    q->heap_cap = cap;
     return BPE_OK;
 }
 

@@ -92,13 +92,10 @@ static int grow_ids(token_table *tt) {
 }
 
 static int reserve_bytes(token_table *tt, int64_t extra) {
-    if (tt->n_bytes + extra <= tt->cap_bytes) return BPE_OK;
     int rc;
-    int64_t cap = grow_capacity(tt->cap_bytes, tt->n_bytes + extra, 4096);
-    uint8_t *bytes = cap < 0 ? NULL : resize_array(tt->bytes, cap, 1, &rc);
-    if (!bytes) return cap < 0 ? BPE_EOVERFLOW : rc;
+    uint8_t *bytes = reserve_array(tt->bytes, &tt->cap_bytes, tt->n_bytes + extra, 4096, 1, &rc);
+    if (!bytes) return rc;
     tt->bytes = bytes;
-    tt->cap_bytes = cap;
     return BPE_OK;
 }
 

@@ -102,14 +102,10 @@ static int grow_pairs(bpe_trainer *t) {
 }
 
 static int sites_push(pair_sites *s, int64_t pos) {
-    if (s->len == s->cap) {
-        int rc;
-        int64_t cap = grow_capacity(s->cap, s->len + 1, 4);
-        int64_t *p = cap < 0 ? NULL : resize_array(s->pos, cap, sizeof *p, &rc);
-        if (!p) return cap < 0 ? BPE_EOVERFLOW : rc;
-        s->pos = p;
-        s->cap = cap;
-    }
+    int rc;
+    int64_t *p = reserve_array(s->pos, &s->cap, s->len + 1, 4, sizeof *p, &rc);
+    if (!p) return rc;
+    s->pos = p;
     if (s->len > 0 && s->pos[s->len - 1] > pos) s->sorted = 0;
     s->pos[s->len++] = pos;
     return BPE_OK;
@@ -124,14 +120,10 @@ static void sites_release(pair_sites *s) {
 
 static int mark_dirty(bpe_trainer *t, int32_t idx) {
     if (t->sites[idx].dirty) return BPE_OK;
-    if (t->n_dirty == t->cap_dirty) {
-        int rc;
-        int64_t cap = grow_capacity(t->cap_dirty, t->n_dirty + 1, 256);
-        int32_t *d = cap < 0 ? NULL : resize_array(t->dirty, cap, sizeof *d, &rc);
-        if (!d) return cap < 0 ? BPE_EOVERFLOW : rc;
-        t->dirty = d;
-        t->cap_dirty = cap;
-    }
+    int rc;
+    int32_t *d = reserve_array(t->dirty, &t->cap_dirty, t->n_dirty + 1, 256, sizeof *d, &rc);
+    if (!d) return rc;
+    t->dirty = d;
     t->dirty[t->n_dirty++] = idx;
     t->sites[idx].dirty = 1;
     return BPE_OK;

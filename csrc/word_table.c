@@ -81,13 +81,9 @@ static int reserve(word_table *t, int64_t len) {
         t->slot_of = slot_of;
         t->cap = cap;
     }
-    if (t->n_bytes + len > t->cap_bytes) {
-        int64_t cap = grow_capacity(t->cap_bytes, t->n_bytes + len, 16384);
-        uint8_t *a = cap < 0 ? NULL : resize_array(t->arena, cap, 1, &rc);
-        if (!a) return cap < 0 ? BPE_EOVERFLOW : rc;
-        t->arena = a;
-        t->cap_bytes = cap;
-    }
+    uint8_t *a = reserve_array(t->arena, &t->cap_bytes, t->n_bytes + len, 16384, 1, &rc);
+    if (!a) return rc;
+    t->arena = a;
     if (2 * (t->n + 1) > t->n_slots) return alloc_slots(t, 2 * t->n_slots);
     return BPE_OK;
 }
