@@ -20,7 +20,8 @@ from typing import AnyStr, Sequence
 from .pretokenize import UNIT_LOCAL_PATTERNS
 from .sources import file_size, open_binary
 
-_BLOCK = 1 << 20  # bytes scanned at a time while looking for an edge
+_FIRST_BLOCK = 1 << 12  # an edge is usually within a few bytes: start small, then grow
+_MAX_BLOCK = 1 << 20
 
 
 def edge_finder(specials: Sequence[AnyStr], unit_local: bool, kind: type = bytes):
@@ -51,18 +52,19 @@ def next_safe_edge(f, pos: int, size: int, specials: Sequence[bytes], finder) ->
     if finder is None:
         return size
     behind = max([len(s) - 1 for s in specials] + [1])
-    start = pos
+    start, step = pos, _FIRST_BLOCK
     while start < size:
         lo = max(0, start - behind)
         f.seek(lo)
-        block = f.read(start - lo + _BLOCK + behind)
+        block = f.read(start - lo + step + behind)
         for m in finder.finditer(block, start - lo):
             i = m.start()
-            if lo + i >= start + _BLOCK:
+            if lo + i >= start + step:
                 break
             if not straddled(block, i, specials):
                 return lo + i
-        start += _BLOCK
+        start += step
+        step = min(2 * step, _MAX_BLOCK)
     return size
 
 

@@ -240,3 +240,13 @@ def test_train_from_counts_type_errors():
         train_from_counts([(b"ab", 1)], 300)
     with pytest.raises(ValueError, match=">= 0"):
         train_from_counts({b"ab": -1}, 300)
+
+
+def test_chunk_edge_far_from_the_nominal_cut(tmp_path):
+    from bpe_cffi.chunking import plan_chunks
+    # No safe edge until 200 KB past the 1 MB target: the search window has to grow to it.
+    text = "x" * 1_200_000 + " tail words" + " more" * 1000
+    path = write(tmp_path, text)
+    ranges = plan_chunks(str(path), [], bpe_cffi.GPT2_PATTERN, 1 << 20)
+    assert ranges[0] == (0, 1_200_000)
+    assert bpe_cffi.count_words(path, num_workers=2) == reference.word_counts(text)
