@@ -1,9 +1,9 @@
 """count_words: corpus files -> {pre-token bytes: count}, in a local process pool or on Dask.
 
-The parent only plans byte ranges (chunking.py); each task reads its own range, pre-tokenizes
-it (the unit fast path or the plain regex) and returns compact count arrays, so no process
-ever holds the whole corpus. count_range is the one task; pool.py and dask_executor.py are the
-two ways of running it.
+The parent only plans byte ranges (chunking.py); workers read their own ranges, pre-tokenize
+them (the unit fast path or the plain regex) and return compact count arrays, so no process
+ever holds the whole corpus. _Tally does the counting: a local worker tallies all its ranges
+(count_group, run by pool.py), a Dask task tallies one range (count_range, dask_executor.py).
 """
 from __future__ import annotations
 
@@ -20,20 +20,23 @@ from tqdm import tqdm
 from .chunking import chunk_target, plan_chunks
 from .pool import process_pool
 from .sources import (PathsLike, decode_range, file_size, read_range_bytes, resolve_inputs)
-from .pretokenize import (GPT2_PATTERN, compile_pattern, resolve_fast, special_spans,
+from .pretokenize import (GPT2_PATTERN, ByteSpecials, compile_pattern, resolve_fast,
                           special_splitter, split_on_specials, unique_specials)
-from .units import Arrays, Counter as UnitCounter, char_classes, utf8_offsets, words_from_units
+from .units import (Arrays, Counter as UnitCounter, arrays_to_counts, char_classes,
+                    utf8_offsets, words_from_units)
 
 
 @functools.lru_cache(maxsize=8)
 def _compiled(pattern: str, specials: tuple[str, ...]):
-    return compile_pattern(pattern), special_splitter(specials), special_splitter(specials, bytes)
+    return compile_pattern(pattern), special_splitter(specials), ByteSpecials(specials)
 
 
-def count_text(text: str, pattern: str, specials: tuple[str, ...]) -> Counter:
-    """{pre-token str: count} for one piece of text, with the regex alone (the plain path)."""
+def count_text(text: str, pattern: str, specials: tuple[str, ...],
+               into: Counter | None = None) -> Counter:
+    """{pre-token str: count} for one piece of text, with the regex alone (the plain path),
+    added to `into` when given."""
     pat, splitter, _ = _compiled(pattern, specials)
-    counts: Counter = Counter()
+    counts: Counter = Counter() if into is None else into
     for piece, is_special in split_on_specials(text, splitter):
         if not is_special:
             counts.update(pat.findall(piece))
@@ -48,7 +51,7 @@ class _Tally:
     def __init__(self, pattern: str, specials: tuple[str, ...], fast: bool):
         self.pattern, self.specials, self.fast = pattern, specials, fast
         self.units = UnitCounter() if fast else None
-        self.words: Counter = Counter()
+        self.words: Counter = Counter()  # the plain path's pre-token counts
         self.n_bytes, self.read_s, self.tok_s = 0, 0.0, 0.0
 
     def add_range(self, path: str, start: int, end: int) -> None:
@@ -56,14 +59,12 @@ class _Tally:
         data = read_range_bytes(path, start, end)
         t1 = time.perf_counter()
         if self.fast:
-            _, _, byte_splitter = _compiled(self.pattern, self.specials)
-            single = self.specials[0].encode() if len(self.specials) == 1 else None
-            starts, ends, _ = special_spans(data, byte_splitter, single)
+            starts, ends, _ = _compiled(self.pattern, self.specials)[2].spans(data)
             if not self.units.add_units(data, starts, ends):
                 decode_range(data, path, start)  # raises, naming the offset
         else:
-            self.words.update(count_text(decode_range(data, path, start), self.pattern,
-                                         self.specials))
+            count_text(decode_range(data, path, start), self.pattern, self.specials,
+                       into=self.words)
         self.read_s += t1 - t0
         self.tok_s += time.perf_counter() - t1
         self.n_bytes += end - start
@@ -145,13 +146,7 @@ def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
     arrays, _ = count_words_arrays(input_path, special_tokens, pattern=pattern,
                                    num_workers=num_workers, fast=fast, client=client,
                                    progress=progress)
-    return arrays_to_dict(arrays)
-
-
-def arrays_to_dict(arrays: Arrays) -> dict[bytes, int]:
-    blob, offsets, counts = arrays
-    ends = offsets.tolist()
-    return dict(zip([blob[a:b] for a, b in zip(ends, ends[1:])], counts.tolist()))
+    return arrays_to_counts(arrays)
 
 
 def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = (), *,

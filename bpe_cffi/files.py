@@ -15,7 +15,7 @@ import json
 import os
 import tempfile
 from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 from .pretokenize import GPT2_PATTERN
 
@@ -270,14 +270,8 @@ def save_counts(counts, path) -> None:
     """Writes word counts ({bytes: count}, or count_words_arrays' arrays) as a compact .npz,
     atomically, so that counting and merging can run at different times."""
     import numpy as np
-    if isinstance(counts, dict):
-        words = list(counts)
-        blob = b"".join(words)
-        offsets = np.zeros(len(words) + 1, np.int64)
-        np.cumsum([len(w) for w in words], out=offsets[1:])
-        values = np.fromiter(counts.values(), np.int64, len(words))
-    else:
-        blob, offsets, values = counts
+    from .units import counts_to_arrays
+    blob, offsets, values = counts_to_arrays(counts) if isinstance(counts, Mapping) else counts
     with atomic_write(os.fspath(path), "wb") as f:
         np.savez(f, words=np.frombuffer(blob, np.uint8), offsets=offsets, counts=values,
                  format=np.array(["bpe_cffi word counts 1"]))
@@ -296,7 +290,7 @@ def load_counts(path) -> dict[bytes, int]:
         if isinstance(e, FileNotFoundError):
             raise
         raise ValueError(f"{path}: not a bpe_cffi word-count file ({e})") from None
-    ends = offsets.tolist()
-    if len(ends) != len(values) + 1 or (ends and (ends[0] != 0 or ends[-1] != len(blob))):
+    if len(offsets) != len(values) + 1 or offsets[0] != 0 or offsets[-1] != len(blob):
         raise ValueError(f"{path}: inconsistent word-count file")
-    return dict(zip([blob[a:b] for a, b in zip(ends, ends[1:])], values.tolist()))
+    from .units import arrays_to_counts
+    return arrays_to_counts((blob, offsets, values))

@@ -55,14 +55,11 @@ def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
     return out
 
 
-def special_splitter(specials: Sequence[str], kind: type = str):
-    """A pattern matching any special token, longest first where one is a prefix of another,
-    over str or (kind=bytes) UTF-8 bytes, where leftmost-longest matching is the same."""
+def special_splitter(specials: Sequence[str]) -> "regex.Pattern[str] | None":
+    """A pattern matching any special token, longest first where one is a prefix of another."""
     if not specials:
         return None
     ordered = sorted(specials, key=len, reverse=True)
-    if kind is bytes:
-        return regex.compile(b"|".join(regex.escape(s.encode("utf-8")) for s in ordered))
     return regex.compile("|".join(regex.escape(s) for s in ordered))
 
 
@@ -82,19 +79,30 @@ def split_on_specials(text: str, splitter) -> Iterator[tuple[str, bool]]:
         yield text[pos:], False
 
 
-def special_spans(data: bytes, byte_splitter, single: bytes | None = None):
-    """The pieces of UTF-8 data between special tokens, as (starts, ends), and the special
-    tokens found, in order: piece i is followed by found[i] (the last piece by nothing).
-    single: the only special token, if there is just one (bytes.split finds it faster)."""
-    if single is not None:
-        lengths = np.fromiter(map(len, data.split(single)), np.int64)
-        ends = np.cumsum(lengths + len(single)) - len(single)
-        return (ends - lengths).tolist(), ends.tolist(), [single] * (len(lengths) - 1)
-    starts, ends, found = [0], [], []
-    if byte_splitter is not None:
-        for m in byte_splitter.finditer(data):
-            ends.append(m.start())
-            found.append(m.group())
-            starts.append(m.end())
-    ends.append(len(data))
-    return starts, ends, found
+class ByteSpecials:
+    """Finds special tokens in UTF-8 bytes (the fast paths work on bytes). Leftmost-longest
+    matching over UTF-8 is the same as over str, so the pieces are those of split_on_specials.
+    """
+
+    def __init__(self, specials: Sequence[str]):
+        encoded = sorted((s.encode("utf-8") for s in specials), key=len, reverse=True)
+        # One special, the usual case, is found faster by bytes.split than by a regex.
+        self._single = encoded[0] if len(encoded) == 1 else None
+        self._regex = (regex.compile(b"|".join(regex.escape(b) for b in encoded))
+                       if len(encoded) > 1 else None)
+
+    def spans(self, data: bytes) -> tuple[list[int], list[int], list[bytes]]:
+        """The pieces of data between special tokens, as (starts, ends), and the special
+        tokens found, in order: piece i is followed by found[i] (the last piece by nothing)."""
+        if self._single is not None:
+            lengths = np.fromiter(map(len, data.split(self._single)), np.int64)
+            ends = np.cumsum(lengths + len(self._single)) - len(self._single)
+            return (ends - lengths).tolist(), ends.tolist(), [self._single] * (len(lengths) - 1)
+        starts, ends, found = [0], [], []
+        if self._regex is not None:
+            for m in self._regex.finditer(data):
+                ends.append(m.start())
+                found.append(m.group())
+                starts.append(m.end())
+        ends.append(len(data))
+        return starts, ends, found

@@ -14,8 +14,8 @@ from .counting import resolve_workers
 from .sources import check_input_file, read_range
 from .pool import process_pool
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
-from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, compile_pattern, resolve_fast,
-                          special_spans, special_splitter, split_on_specials, unique_specials)
+from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compile_pattern,
+                          resolve_fast, special_splitter, split_on_specials, unique_specials)
 from .units import encode_units, utf8_offsets
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
@@ -35,7 +35,7 @@ class Tokenizer:
         self._regex = compile_pattern(pattern)
         self.special_tokens = unique_specials(special_tokens)
         self._splitter = special_splitter(self.special_tokens)
-        self._byte_splitter = special_splitter(self.special_tokens, bytes)
+        self._byte_specials = ByteSpecials(self.special_tokens)
         self._finder = edge_finder(self.special_tokens, pattern in UNIT_LOCAL_PATTERNS, str)
 
         self.id_to_token: dict[int, bytes] = dict(vocab)
@@ -152,8 +152,7 @@ class Tokenizer:
             raise TypeError(f"encode takes a str, not {type(text).__name__}")
         if self.fast:  # specials located on the bytes, everything else in one C call
             data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
-            single = self.special_tokens[0].encode() if len(self.special_tokens) == 1 else None
-            starts, ends, found = special_spans(data, self._byte_splitter, single)
+            starts, ends, found = self._byte_specials.spans(data)
             then_id = [self._special_id_of_bytes[f] for f in found] + [-1]
             ids = encode_units(self._encoder, data, starts, ends, then_id)
         else:

@@ -14,6 +14,7 @@ from ._lib import check, ffi, lib
 from .counting import count_words_arrays
 from .sources import PathsLike
 from .pretokenize import GPT2_PATTERN, unique_specials
+from .units import counts_to_arrays
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -33,25 +34,6 @@ def check_vocab_size(vocab_size, n_specials: int) -> int:
                          f"(one token per byte) + {n_specials} special token(s) = "
                          f"{256 + n_specials}")
     return vocab_size
-
-
-def flatten_counts(counts: Mapping[bytes, int]) -> tuple[bytes, np.ndarray, np.ndarray]:
-    """{word: count} -> (all words back to back, int64 offsets (n + 1), int64 counts)."""
-    if not isinstance(counts, Mapping):
-        raise TypeError(f"counts must be a mapping of bytes to int, not {type(counts).__name__}")
-    words = list(counts)
-    for w in words:
-        if not isinstance(w, bytes):
-            raise TypeError(f"counts keys must be bytes, got {type(w).__name__}: {w!r}")
-    try:
-        values = np.fromiter(counts.values(), dtype=np.int64, count=len(words))
-    except (TypeError, ValueError, OverflowError) as e:
-        raise TypeError(f"counts values must be ints that fit in 64 bits: {e}") from None
-    if len(values) and values.min() < 0:
-        raise ValueError("counts values must be >= 0")
-    offsets = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=offsets[1:])
-    return b"".join(words), offsets, values
 
 
 def _run_merges(blob: bytes, offsets: np.ndarray, values: np.ndarray, n_merges: int,
@@ -121,7 +103,7 @@ def train_from_counts(counts: Mapping[bytes, int], vocab_size: int,
     """Learns merges from {pre-token bytes: count} (SPEC 1.4-1.8)."""
     specials = unique_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))
-    vocab, merges, n_wanted = _learn(flatten_counts(counts), vocab_size, specials, progress,
+    vocab, merges, n_wanted = _learn(counts_to_arrays(counts), vocab_size, specials, progress,
                                      _bucket_limit)
     _warn_if_short(vocab, merges, n_wanted, vocab_size)
     return vocab, merges

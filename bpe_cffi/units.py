@@ -8,7 +8,7 @@ computed here from the `regex` module, so C and `regex` agree on every code poin
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import regex
@@ -16,6 +16,32 @@ import regex
 from ._lib import check, ffi, lib
 
 Arrays = tuple[bytes, np.ndarray, np.ndarray]  # (bytes back to back, int64 offsets, int64 counts)
+
+
+def counts_to_arrays(counts: Mapping[bytes, int]) -> Arrays:
+    """{word: count} -> Arrays, checking the types and signs on the way."""
+    if not isinstance(counts, Mapping):
+        raise TypeError(f"counts must be a mapping of bytes to int, not {type(counts).__name__}")
+    words = list(counts)
+    for w in words:
+        if not isinstance(w, bytes):
+            raise TypeError(f"counts keys must be bytes, got {type(w).__name__}: {w!r}")
+    try:
+        values = np.fromiter(counts.values(), dtype=np.int64, count=len(words))
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TypeError(f"counts values must be ints that fit in 64 bits: {e}") from None
+    if len(values) and values.min() < 0:
+        raise ValueError("counts values must be >= 0")
+    offsets = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=offsets[1:])
+    return b"".join(words), offsets, values
+
+
+def arrays_to_counts(arrays: Arrays) -> dict[bytes, int]:
+    """Arrays -> {word: count}."""
+    blob, offsets, counts = arrays
+    ends = offsets.tolist()
+    return dict(zip([blob[a:b] for a, b in zip(ends, ends[1:])], counts.tolist()))
 
 
 def utf8_offsets(pieces: Sequence[str]) -> tuple[bytes, np.ndarray]:

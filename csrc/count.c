@@ -10,12 +10,6 @@ struct bpe_counter {
     word_table table;
 };
 
-int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes,
-                       int64_t n_classes, int64_t *ends) {
-    if (!text || !classes || !ends || n <= 0 || n_classes != N_CODE_POINTS) return 0;
-    return gpt2_split(text, n, classes, ends);
-}
-
 int bpe_counter_new(bpe_counter **out) {
     if (!out) return BPE_EINVAL;
     *out = calloc(1, sizeof **out);
@@ -84,10 +78,7 @@ int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
                             int64_t n_classes, bpe_counter *words) {
     if (!units || !words || !classes || n_classes != N_CODE_POINTS) return BPE_EINVAL;
     const word_table *t = &units->table;
-    int64_t longest = 1;
-    for (int64_t s = 0; s < t->n; s++)
-        if (t->start[s + 1] - t->start[s] > longest) longest = t->start[s + 1] - t->start[s];
-    int64_t *ends = malloc((size_t)longest * sizeof *ends);
+    int64_t *ends = malloc((size_t)word_table_longest(t) * sizeof *ends);
     if (!ends) return BPE_ENOMEM;
     pending_words batch;
     batch.n = 0;

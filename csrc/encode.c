@@ -311,7 +311,7 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
     /* The ids of each distinct unit, back to back: at most one id per byte. */
     int64_t *start = malloc((size_t)(t->n + 1) * sizeof *start);
     int32_t *arena = malloc((size_t)t->n_bytes * sizeof *arena + 1);
-    int64_t *ends = malloc((size_t)t->n_bytes * sizeof *ends + 1);
+    int64_t *ends = malloc((size_t)word_table_longest(t) * sizeof *ends);
     int rc = (start && arena && ends) ? BPE_OK : BPE_ENOMEM;
     int64_t used = 0;
     for (int64_t d = 0; rc == BPE_OK && d < t->n; d++) {

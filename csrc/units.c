@@ -157,6 +157,12 @@ static int64_t match_at(const uint8_t *t, int64_t n, int64_t i, const uint8_t *c
     return last > i ? last : k;
 }
 
+int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes,
+                       int64_t n_classes, int64_t *ends) {
+    if (!text || !classes || !ends || n <= 0 || n_classes != N_CODE_POINTS) return 0;
+    return gpt2_split(text, n, classes, ends);
+}
+
 int64_t gpt2_split(const uint8_t *t, int64_t n, const uint8_t *classes, int64_t *ends) {
     int64_t count = 0;
     for (int64_t i = 0; i < n;) {

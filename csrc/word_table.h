@@ -43,6 +43,13 @@ static inline const uint8_t *word_table_key(const word_table *t, int64_t seq, in
     *len = t->start[seq + 1] - t->start[seq];
     return t->arena + t->start[seq];
 }
+/* Length of the longest key (at least 1): the size of a scratch buffer per key byte. */
+static inline int64_t word_table_longest(const word_table *t) {
+    int64_t longest = 1;
+    for (int64_t s = 0; s < t->n; s++)
+        if (t->start[s + 1] - t->start[s] > longest) longest = t->start[s + 1] - t->start[s];
+    return longest;
+}
 static inline int64_t word_table_count(const word_table *t, int64_t seq) {
     return t->slots[t->slot_of[seq]].count;
 }
