@@ -9,6 +9,8 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import regex
 
+from ._lib import ffi, lib
+
 #: GPT-2's pre-tokenization pattern (SPEC 1.3), the default everywhere.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -86,18 +88,19 @@ class ByteSpecials:
 
     def __init__(self, specials: Sequence[str]):
         encoded = sorted((s.encode("utf-8") for s in specials), key=len, reverse=True)
-        # One special, the usual case, is found faster by bytes.split than by a regex.
+        # One special, the usual case, is found faster in C (memchr) than by a regex.
         self._single = encoded[0] if len(encoded) == 1 else None
         self._regex = (regex.compile(b"|".join(regex.escape(b) for b in encoded))
                        if len(encoded) > 1 else None)
 
-    def spans(self, data: bytes) -> tuple[list[int], list[int], list[bytes]]:
-        """The pieces of data between special tokens, as (starts, ends), and the special
+    def spans(self, data: bytes) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+        """The pieces of data between special tokens, as int64 (starts, ends), and the special
         tokens found, in order: piece i is followed by found[i] (the last piece by nothing)."""
         if self._single is not None:
-            lengths = np.fromiter(map(len, data.split(self._single)), np.int64)
-            ends = np.cumsum(lengths + len(self._single)) - len(self._single)
-            return (ends - lengths).tolist(), ends.tolist(), [self._single] * (len(lengths) - 1)
+            at = find_all(data, self._single)
+            starts = np.concatenate(([0], at + len(self._single)))
+            ends = np.concatenate((at, [len(data)]))
+            return starts, ends, [self._single] * len(at)
         starts, ends, found = [0], [], []
         if self._regex is not None:
             for m in self._regex.finditer(data):
@@ -105,4 +108,18 @@ class ByteSpecials:
                 found.append(m.group())
                 starts.append(m.end())
         ends.append(len(data))
-        return starts, ends, found
+        return np.array(starts, np.int64), np.array(ends, np.int64), found
+
+
+def find_all(data: bytes, needle: bytes) -> np.ndarray:
+    """int64 starts of the leftmost non-overlapping occurrences of needle in data (in C)."""
+    cap = min(len(data) // len(needle) + 1, 1 << 16)
+    out = np.empty(cap, np.int64)
+    parts, pos = [], 0
+    while True:
+        k = lib.bpe_find_all(ffi.from_buffer("uint8_t[]", data), len(data), pos,
+                             needle, len(needle), ffi.from_buffer("int64_t[]", out), cap)
+        parts.append(out[:k].copy())
+        if k < cap:
+            return np.concatenate(parts)
+        pos = int(out[k - 1]) + len(needle)

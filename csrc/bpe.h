@@ -78,6 +78,12 @@ int bpe_is_whitespace(uint32_t cp);
 int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes,
                        int64_t n_classes, int64_t *ends);
 
+/* Where a special token occurs: writes to out the starts of the leftmost non-overlapping
+ * occurrences of needle (m >= 1 bytes) in text[from .. n), at most cap of them, and returns
+ * how many it wrote (cap means: call again from the last one + m). */
+int64_t bpe_find_all(const uint8_t *text, int64_t n, int64_t from, const uint8_t *needle,
+                     int64_t m, int64_t *out, int64_t cap);
+
 /* A counter of byte strings. Entries keep first-insertion order. */
 typedef struct bpe_counter bpe_counter;
 

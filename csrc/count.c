@@ -28,6 +28,42 @@ void bpe_counter_free(bpe_counter *c) {
     free(c);
 }
 
+/* Words waiting to be added to a table, hashed and prefetched ahead of the insert: lookups
+ * in a large table miss the cache, and a batch overlaps the misses. */
+#define WORD_BATCH 32
+#define SPLIT_AHEAD 16
+
+typedef struct {
+    const uint8_t *ptr[WORD_BATCH];
+    int64_t len[WORD_BATCH], count[WORD_BATCH];
+    uint64_t hash[WORD_BATCH];
+    int n;
+} pending_words;
+
+static int flush(word_table *t, pending_words *b) {
+    for (int j = 0; j < b->n; j++) {
+        int rc = word_table_add_hashed(t, b->ptr[j], b->len[j], b->hash[j], b->count[j], NULL);
+        if (rc != BPE_OK) return rc;
+    }
+    b->n = 0;
+    return BPE_OK;
+}
+
+static int push(word_table *t, pending_words *b, const uint8_t *w, int64_t len, uint64_t hash,
+                int64_t count) {
+    if (b->n == WORD_BATCH) {
+        int rc = flush(t, b);
+        if (rc != BPE_OK) return rc;
+    }
+    b->ptr[b->n] = w;
+    b->len[b->n] = len;
+    b->count[b->n] = count;
+    b->hash[b->n] = hash;
+    word_table_prefetch(t, hash);
+    b->n++;
+    return BPE_OK;
+}
+
 int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
                     const int64_t *offsets, const int64_t *counts, int64_t n_words) {
     if (!c || !offsets || n_words < 0 || (n_words > 0 && !counts) || offsets[0] != 0)
@@ -35,12 +71,16 @@ int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
     for (int64_t i = 0; i < n_words; i++)
         if (offsets[i + 1] < offsets[i] || counts[i] < 0) return BPE_EINVAL;
     if (offsets[n_words] != n_bytes || (n_bytes > 0 && !bytes)) return BPE_EINVAL;
-    for (int64_t i = 0; i < n_words; i++) {
-        int rc = word_table_add(&c->table, bytes + offsets[i], offsets[i + 1] - offsets[i],
-                                counts[i], NULL);
-        if (rc != BPE_OK) return rc;
+    /* Sized once for the worst case (no word seen before), not rehashed as it fills. */
+    int rc = word_table_reserve(&c->table, c->table.n + n_words);
+    pending_words batch;
+    batch.n = 0;
+    for (int64_t i = 0; i < n_words && rc == BPE_OK; i++) {
+        const uint8_t *w = bytes + offsets[i];
+        int64_t len = offsets[i + 1] - offsets[i];
+        rc = push(&c->table, &batch, w, len, word_table_hash(w, len), counts[i]);
     }
-    return BPE_OK;
+    return rc == BPE_OK ? flush(&c->table, &batch) : rc;
 }
 
 int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const int64_t *starts,
@@ -52,25 +92,6 @@ int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const 
         int rc = units_add(&c->table, text + starts[p], ends[p] - starts[p], NULL, NULL);
         if (rc != BPE_OK) return rc;
     }
-    return BPE_OK;
-}
-
-/* Pre-tokens waiting to be added to a table, hashed and prefetched ahead of the insert. */
-#define SPLIT_BATCH 32
-
-typedef struct {
-    const uint8_t *ptr[SPLIT_BATCH];
-    int64_t len[SPLIT_BATCH], count[SPLIT_BATCH];
-    uint64_t hash[SPLIT_BATCH];
-    int n;
-} pending_words;
-
-static int flush(word_table *t, pending_words *b) {
-    for (int j = 0; j < b->n; j++) {
-        int rc = word_table_add_hashed(t, b->ptr[j], b->len[j], b->hash[j], b->count[j], NULL);
-        if (rc != BPE_OK) return rc;
-    }
-    b->n = 0;
     return BPE_OK;
 }
 
@@ -87,17 +108,15 @@ int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
     /* Insertion order: frequent units come early, so frequent pre-tokens do too, and the
      * trainer lays words out in this order, where packing the hot ones together pays. */
     for (int64_t seq = 0; seq < t->n && rc == BPE_OK; seq++) {
+        /* The units' slots are scattered over a large table: ask for them well ahead. */
+        if (seq + SPLIT_AHEAD < t->n) word_table_prefetch_seq(t, seq + SPLIT_AHEAD);
         const word_slot *u = &t->slots[t->slot_of[seq]];
         const uint8_t *p = t->arena + t->start[seq];
         int64_t k = gpt2_split(p, u->len, classes, ends);
         for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
-            if (batch.n == SPLIT_BATCH) rc = flush(&words->table, &batch);
-            batch.ptr[batch.n] = p + from;
-            batch.len[batch.n] = ends[j] - from;
-            batch.count[batch.n] = u->count;
-            batch.hash[batch.n] = word_table_hash(p + from, ends[j] - from);
-            word_table_prefetch(&words->table, batch.hash[batch.n]);
-            batch.n++;
+            /* A unit that is one pre-token, the usual case, already has that hash. */
+            uint64_t h = k == 1 ? u->hash : word_table_hash(p + from, ends[j] - from);
+            rc = push(&words->table, &batch, p + from, ends[j] - from, h, u->count);
         }
     }
     if (rc == BPE_OK) rc = flush(&words->table, &batch);

@@ -1,21 +1,16 @@
 /* pair_map.c - see pair_map.h. */
+#define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE (big_alloc.h) */
 #include "pair_map.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "big_alloc.h"
 #include "bpe.h"
-
-static inline uint64_t slot_of(uint64_t key, int64_t cap) {
-    /* Fibonacci hashing: the multiply spreads the two 32-bit ids over the high bits. */
-    uint64_t h = key * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-    return h & (uint64_t)(cap - 1);
-}
 
 static int alloc_table(pair_map *m, int64_t cap) {
     if ((uint64_t)cap > SIZE_MAX / sizeof(pair_map_slot)) return BPE_EOVERFLOW;
-    m->slots = malloc((size_t)cap * sizeof *m->slots);
+    m->slots = big_alloc((size_t)cap * sizeof *m->slots);
     if (!m->slots) return BPE_ENOMEM;
     for (int64_t i = 0; i < cap; i++) m->slots[i].key = PAIR_MAP_EMPTY;
     m->cap = cap;
@@ -32,15 +27,8 @@ int pair_map_init(pair_map *m, int64_t expected) {
     return alloc_table(m, cap);
 }
 
-int32_t pair_map_get(const pair_map *m, uint64_t key) {
-    for (uint64_t i = slot_of(key, m->cap);; i = (i + 1) & (uint64_t)(m->cap - 1)) {
-        if (m->slots[i].key == key) return m->slots[i].val;
-        if (m->slots[i].key == PAIR_MAP_EMPTY) return -1;
-    }
-}
-
 static void put_new(pair_map *m, uint64_t key, int32_t val) {
-    uint64_t i = slot_of(key, m->cap);
+    uint64_t i = pair_map_slot_of(key, m->cap);
     while (m->slots[i].key != PAIR_MAP_EMPTY) i = (i + 1) & (uint64_t)(m->cap - 1);
     m->slots[i].key = key;
     m->slots[i].val = val;
@@ -61,7 +49,7 @@ static int grow(pair_map *m) {
 }
 
 int pair_map_get_or_put(pair_map *m, uint64_t key, int32_t *val, int *inserted) {
-    uint64_t i = slot_of(key, m->cap);
+    uint64_t i = pair_map_slot_of(key, m->cap);
     for (; m->slots[i].key != PAIR_MAP_EMPTY; i = (i + 1) & (uint64_t)(m->cap - 1)) {
         if (m->slots[i].key == key) {
             *val = m->slots[i].val;

@@ -1,11 +1,12 @@
 /* train.c - the BPE merge loop (SPEC 1.4-1.7).
  *
  * Every distinct pre-token ("word") is laid out once in one flat array of symbols, one per
- * byte. A symbol holds its token, the word's count and the distances to the previous and next
- * live symbols of its word, so the live symbols of a word form a doubly linked list. Merging
- * the pair at p rewrites p's token and unlinks its right neighbour, which becomes dead
- * (tok = -1). The links are relative and the fields sit together because a merge reads a
- * symbol and its neighbours: they share a cache line far more often than not.
+ * byte. A symbol holds its token, its word's number (counts are per word, in weight[]) and
+ * the distances to the previous and next live symbols of its word, so the live symbols of a
+ * word form a doubly linked list. Merging the pair at p rewrites p's token and unlinks its
+ * right neighbour, which becomes dead (tok = -1). The links are relative and the fields sit
+ * together because a merge reads a symbol and its neighbours: they share a cache line far
+ * more often than not.
  *
  * Each pair keeps the positions where it was seen (its "sites"). A merge walks only the sites
  * of the pair it merges, so it touches only the words that contain it. Sites are never removed
@@ -13,9 +14,11 @@
  * check is exact because the bytes of the token at a position, and of its right neighbour, only
  * ever grow: a stale site can never become valid again.
  */
+#define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE (big_alloc.h) */
 #include <stdlib.h>
 #include <string.h>
 
+#include "big_alloc.h"
 #include "bpe.h"
 #include "grow.h"
 #include "pair_map.h"
@@ -34,10 +37,11 @@
 #endif
 
 typedef struct {
-    int64_t weight; /* count of the word this symbol belongs to */
     int32_t tok;    /* token id; -1 once merged into its left neighbour */
     int32_t back;   /* distance to the previous live symbol of the word; 0 at its start */
     int32_t fwd;    /* distance to the next live symbol of the word; 0 at its end */
+    int32_t word;   /* the word it belongs to, whose count is weight[word] (16 bytes, not the
+                     * 24 a 64-bit count here would take: a third less memory to stream) */
 } symbol;
 
 typedef struct {
@@ -56,6 +60,7 @@ typedef struct {
 struct bpe_trainer {
     symbol *sym;
     int64_t n_pos;
+    int64_t *weight;   /* weight[w]: the count of word w */
 
     token_table tokens;
     pair_map map;      /* (left, right) -> index into pairs/sites */
@@ -216,6 +221,7 @@ static int check_input(const uint8_t *bytes, int64_t n_bytes, const int64_t *off
     if (n_bytes < 0 || n_words < 0) return BPE_EINVAL;
     if (!offsets || (n_bytes > 0 && !bytes) || (n_words > 0 && !counts)) return BPE_EINVAL;
     if (offsets[0] != 0 || offsets[n_words] != n_bytes) return BPE_EINVAL;
+    if (n_words > INT32_MAX) return BPE_EOVERFLOW; /* symbol.word is an int32 */
     for (int64_t i = 0; i < n_words; i++) {
         if (offsets[i + 1] < offsets[i] || counts[i] < 0) return BPE_EINVAL;
         if (offsets[i + 1] - offsets[i] > INT32_MAX) return BPE_EOVERFLOW; /* relative links */
@@ -226,14 +232,16 @@ static int check_input(const uint8_t *bytes, int64_t n_bytes, const int64_t *off
 
 static int lay_out_words(bpe_trainer *t, const uint8_t *bytes, const int64_t *offsets,
                          const int64_t *counts, int64_t n_words) {
-    t->sym = malloc((size_t)t->n_pos * sizeof *t->sym + 1);
-    if (!t->sym) return BPE_ENOMEM;
+    t->sym = big_alloc((size_t)t->n_pos * sizeof *t->sym);
+    t->weight = malloc((size_t)n_words * sizeof *t->weight + 1);
+    if (!t->sym || !t->weight) return BPE_ENOMEM;
+    if (n_words > 0) memcpy(t->weight, counts, (size_t)n_words * sizeof *counts);
     for (int64_t w = 0; w < n_words; w++) {
         int64_t lo = offsets[w], hi = offsets[w + 1];
         int live = counts[w] > 0; /* words never seen take no part */
         for (int64_t p = lo; p < hi; p++) {
             symbol *s = &t->sym[p];
-            s->weight = counts[w];
+            s->word = (int32_t)w;
             s->tok = live ? bytes[p] : -1;
             s->back = live && p > lo;
             s->fwd = live && p + 1 < hi;
@@ -251,9 +259,10 @@ static int count_initial_pairs(bpe_trainer *t) {
         if (sym[p].tok < 0 || !sym[p].fwd) continue;
         int32_t idx;
         if ((rc = pair_index(t, sym[p].tok, sym[p + 1].tok, &idx)) != BPE_OK) return rc;
-        if (total > INT64_MAX - sym[p].weight) return BPE_EOVERFLOW;
-        total += sym[p].weight;
-        t->pairs[idx].count += sym[p].weight;
+        int64_t w = t->weight[sym[p].word];
+        if (total > INT64_MAX - w) return BPE_EOVERFLOW;
+        total += w;
+        t->pairs[idx].count += w;
         t->sites[idx].cap++;
     }
     for (int32_t i = 0; i < t->n_pairs; i++) {
@@ -298,6 +307,7 @@ int bpe_trainer_new(const uint8_t *bytes, int64_t n_bytes, const int64_t *offset
 void bpe_trainer_free(bpe_trainer *t) {
     if (!t) return;
     free(t->sym);
+    free(t->weight);
     token_table_free(&t->tokens);
     pair_map_free(&t->map);
     if (t->sites)
@@ -325,7 +335,8 @@ static int cmp_pos(const void *a, const void *b) {
  * itself is `best`: its count is adjusted directly. */
 static int merge_at(bpe_trainer *t, int64_t p, int32_t best, int32_t a, int32_t b, int32_t n) {
     symbol *sym = t->sym;
-    int64_t q = p + sym[p].fwd, l = prev_of(sym, p), r = next_of(sym, q), w = sym[p].weight;
+    int64_t q = p + sym[p].fwd, l = prev_of(sym, p), r = next_of(sym, q);
+    int64_t w = t->weight[sym[p].word];
     neighbour_pairs *np;
     int rc;
     t->pairs[best].count -= w;

@@ -1,6 +1,8 @@
 /* units.c - see units.h. */
 #include "units.h"
 
+#include <string.h>
+
 #include "bpe.h"
 
 int bpe_is_whitespace(uint32_t cp) {
@@ -45,15 +47,32 @@ static int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
 /* ASCII whitespace per \s: \t \n \v \f \r and space. */
 static inline int ascii_space(uint8_t c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }
 
+/* The end of the run of non-space ASCII (0x21-0x7F) that starts at t[i]. Eight bytes at a
+ * time where the compiler lets us count trailing zeros on a little-endian machine: a byte
+ * stops the run iff it is below 0x21 or has its top bit set, and ((x - 0x21..21) | x) &
+ * 0x80..80 marks exactly such bytes up to and including the first (a borrow in the
+ * subtraction only starts at a byte below 0x21, so it can only add marks above the first). */
+static inline int64_t skip_ascii_text(const uint8_t *t, int64_t n, int64_t i) {
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, t + i, 8);
+        uint64_t stop = ((x - 0x2121212121212121ull) | x) & 0x8080808080808080ull;
+        if (stop) return i + (__builtin_ctzll(stop) >> 3);
+    }
+#endif
+    while (i < n && t[i] > 0x20 && t[i] < 0x80) i++;
+    return i;
+}
+
 int64_t unit_end(const uint8_t *t, int64_t n, int64_t start) {
     int64_t i = start;
-    int seen_text = 0; /* passed the whitespace run */
     /* The common case: ASCII letters and punctuation after the whitespace run. */
     while (i < n && t[i] < 0x80 && ascii_space(t[i])) i++;
-    while (i < n && t[i] > 0x20 && t[i] < 0x80) {
-        seen_text = 1;
-        i++;
-    }
+    int64_t text_from = i;
+    i = skip_ascii_text(t, n, i);
+    int seen_text = i > text_from; /* passed the whitespace run */
     if (i == n || (t[i] < 0x80 && ascii_space(t[i]) && seen_text)) return i;
     /* Anything else, a character at a time from where the ASCII loops stopped. */
     while (i < n) {

@@ -1,32 +1,17 @@
 /* word_table.c - see word_table.h. */
+#define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE (big_alloc.h) */
 #include "word_table.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "big_alloc.h"
 #include "bpe.h"
 #include "grow.h"
 
-static inline uint64_t prefix_of(const uint8_t *p, int64_t n) {
-    uint64_t x = 0;
-    memcpy(&x, p, (size_t)(n < 8 ? n : 8));
-    return x;
-}
-
-uint64_t word_table_hash(const uint8_t *p, int64_t n) {
-    /* Eight bytes at a time, the last block zero padded (the length is mixed in first). */
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
-    for (int64_t i = 0; i < n; i += 8) {
-        h = (h ^ prefix_of(p + i, n - i)) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 29);
-}
-
 static int alloc_slots(word_table *t, int64_t n_slots) {
     if ((uint64_t)n_slots > SIZE_MAX / sizeof(word_slot)) return BPE_EOVERFLOW;
-    word_slot *slots = malloc((size_t)n_slots * sizeof *slots);
+    word_slot *slots = big_alloc((size_t)n_slots * sizeof *slots);
     if (!slots) return BPE_ENOMEM;
     for (int64_t i = 0; i < n_slots; i++) slots[i].seq = -1;
     for (int64_t s = 0; s < t->n; s++) { /* move every word, recording its new slot */
@@ -96,14 +81,18 @@ void word_table_prefetch(const word_table *t, uint64_t hash) {
 #endif
 }
 
-int word_table_add(word_table *t, const uint8_t *w, int64_t len, int64_t count, int64_t *seq) {
-    return word_table_add_hashed(t, w, len, word_table_hash(w, len), count, seq);
+void word_table_prefetch_seq(const word_table *t, int64_t seq) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(&t->slots[t->slot_of[seq]]);
+#else
+    (void)t, (void)seq;
+#endif
 }
 
 int word_table_add_hashed(word_table *t, const uint8_t *w, int64_t len, uint64_t h,
                           int64_t count, int64_t *seq) {
     if (len > INT32_MAX) return BPE_EOVERFLOW;
-    uint64_t prefix = prefix_of(w, len);
+    uint64_t prefix = word_table_prefix(w, len);
     int64_t mask = t->n_slots - 1, i = (int64_t)(h & (uint64_t)mask);
     for (; t->slots[i].seq >= 0; i = (i + 1) & mask) {
         word_slot *s = &t->slots[i];

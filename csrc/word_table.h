@@ -9,11 +9,12 @@
 #define WORD_TABLE_H
 
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
     uint64_t hash;
     int64_t count;
-    uint64_t prefix; /* the key's first (up to) 8 bytes, zero padded */
+    uint64_t prefix; /* word_table_prefix of the key */
     int32_t len;
     int32_t seq;     /* insertion number; -1 marks a free slot */
 } word_slot;
@@ -31,12 +32,58 @@ typedef struct {
 int word_table_init(word_table *t);
 /* Makes room for about n words in all, so that filling the table does not rehash it. */
 int word_table_reserve(word_table *t, int64_t n);
-/* Adds count to word w[0..len), inserting it if new; *seq gets its number (may be NULL). */
-int word_table_add(word_table *t, const uint8_t *w, int64_t len, int64_t count, int64_t *seq);
-/* The same in two steps, so that a caller adding many words can hash a batch ahead and ask
- * for their slots early (lookups in a large table miss the cache; this overlaps the misses). */
-uint64_t word_table_hash(const uint8_t *w, int64_t len);
+/* Words are added in two steps, hash then insert, so that a caller adding many can hash a
+ * batch ahead and ask for their slots early (lookups in a large table miss the cache; this
+ * overlaps the misses). The hash is inline because it runs once per unit of a corpus. */
+static inline uint64_t word_table_load64(const uint8_t *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+/* The key's first min(len, 8) bytes packed into 64 bits, a different value for each (bytes,
+ * len) pair: the slot keeps it, so most comparisons never touch the arena. Short keys are read
+ * with two overlapping loads (fixed sizes, so no byte loop and no library call). */
+static inline uint64_t word_table_prefix(const uint8_t *p, int64_t len) {
+    if (len >= 8) return word_table_load64(p);
+    if (len >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + len - 4, 4);
+        return (uint64_t)lo | (uint64_t)hi << 32;
+    }
+    if (len == 0) return 0;
+    return (uint64_t)p[0] | (uint64_t)p[len / 2] << 8 | (uint64_t)p[len - 1] << 16;
+}
+
+static inline uint64_t word_table_mix(uint64_t h, uint64_t block) {
+    h = (h ^ block) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
+}
+
+/* Hash of a key whose packed prefix is already known: eight bytes at a time, the last block
+ * read as the eight bytes that end the key (they overlap the one before; the length, mixed in
+ * first, keeps that unambiguous). */
+static inline uint64_t word_table_hash_from(const uint8_t *p, int64_t len, uint64_t prefix) {
+    uint64_t h = word_table_mix(0x9E3779B97F4A7C15ull ^ (uint64_t)len, prefix);
+    if (len > 8) {
+        int64_t i = 8;
+        for (; i + 8 < len; i += 8) h = word_table_mix(h, word_table_load64(p + i));
+        h = word_table_mix(h, word_table_load64(p + len - 8));
+    }
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+static inline uint64_t word_table_hash(const uint8_t *p, int64_t len) {
+    return word_table_hash_from(p, len, word_table_prefix(p, len));
+}
+
 void word_table_prefetch(const word_table *t, uint64_t hash);
+/* Prefetches the slot of word seq (for walks in seq order). */
+void word_table_prefetch_seq(const word_table *t, int64_t seq);
+/* Adds count to word w[0..len), whose word_table_hash is hash, inserting it if new; *seq gets
+ * its number (may be NULL). */
 int word_table_add_hashed(word_table *t, const uint8_t *w, int64_t len, uint64_t hash,
                           int64_t count, int64_t *seq);
 static inline const uint8_t *word_table_key(const word_table *t, int64_t seq, int64_t *len) {

@@ -2,6 +2,8 @@
 on strings built to break it; counting and encoding equal the plain path."""
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import regex
@@ -9,7 +11,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_cffi
 from bpe_cffi._lib import ffi, lib
-from bpe_cffi.units import char_classes
+from bpe_cffi.pretokenize import find_all
+from bpe_cffi.units import Counter as UnitCounter, arrays_to_counts, char_classes
 
 import reference
 
@@ -18,7 +21,9 @@ ODD = ["\u0085", "\u2028", "\u2029", "\u3000", "\u00a0", "\u1680", "\u2000", "\u
        "\u202f", "\u205f", "\u001c", "\u001d", "\u001e", "\u001f", "\x0b", "\x0c", "\r\n",
        "\t", "\n", " ", "  ", "'s", "'ll", "'ve", "'re", "'d", "'m", "'t", "'S", "''", "'",
        "a", "Z", "é", "ß", "字", "١", "½", "²", "7", "🙂", "\u200d", "\x00", "\x7f", "!", "-",
-       "“", "…", "ǅ", "\u0301", "x\u0301"]
+       "“", "…", "ǅ", "\u0301", "x\u0301",
+       # runs longer than the eight bytes the ASCII scan and the hash read at a time
+       "abcdefghijkl", "0123456789", "~!@#$%^&*()_+", "Mixed9Case_and-dash", "\x1b\x7f"]
 odd_text = st.lists(st.sampled_from(ODD), max_size=40).map("".join)
 any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
 
@@ -64,6 +69,18 @@ def test_c_split_on_invalid_bytes_stays_in_bounds():
                                ffi.from_buffer("int64_t[]", ends))
         assert 1 <= n <= len(data) and ends[n - 1] == len(data)
         assert (np.diff(ends[:n]) > 0).all()
+
+
+@given(text=st.one_of(odd_text, any_text))
+@settings(max_examples=300)
+def test_units_are_whitespace_then_text(text):
+    # Longer units would still count right (each is split by the pattern), just slower; so
+    # this pins the unit boundaries themselves: a whitespace run, then a non-whitespace run.
+    data = text.encode("utf-8")
+    counter = UnitCounter()
+    assert counter.add_units(data, [0], [len(data)])
+    assert arrays_to_counts(counter.export()) == {
+        u.encode("utf-8"): n for u, n in Counter(regex.findall(r"\s*\S+|\s+", text)).items()}
 
 
 @given(text=st.one_of(odd_text, any_text, st.lists(st.sampled_from(ODD + [EOT]), max_size=30)
@@ -118,3 +135,18 @@ def test_fast_needs_gpt2_pattern(tmp_path):
     with pytest.raises(ValueError, match="fast=True"):
         bpe_cffi.Tokenizer(vocab, merges, pattern=r"\S+", fast=True)
     assert bpe_cffi.count_words(path, pattern=r"\S+") == {b"a": 1, b"b": 1}  # auto: plain
+
+
+@given(data=st.binary(max_size=80).map(lambda b: bytes(x % 4 + 0x3c for x in b)),
+       needle=st.sampled_from([b"<", b"<<", b"<=>", b"?<|>", b"==<|endoftext|>"]))
+@settings(max_examples=300)
+def test_find_all_equals_re(data, needle):
+    import re
+    want = [m.start() for m in re.finditer(re.escape(needle), data)]
+    assert find_all(data, needle).tolist() == want
+
+
+def test_find_all_resumes_past_its_buffer():
+    data = b"ab" * 150_000  # more occurrences than one C call returns
+    assert find_all(data, b"b").tolist() == list(range(1, len(data), 2))
+    assert find_all(data, b"bab").tolist() == list(range(1, len(data) - 2, 4))

@@ -1,0 +1,32 @@
+/* big_alloc.h - allocations for large, randomly accessed tables (hash slots).
+ *
+ * A hash table of tens of megabytes is probed at random, so with 4 KB pages nearly every
+ * probe also misses the TLB. On Linux, when the table is large, we align it to 2 MB and ask
+ * for transparent huge pages (a hint: if the kernel says no, nothing changes but speed).
+ * Memory from big_alloc is released with plain free(). */
+#ifndef BIG_ALLOC_H
+#define BIG_ALLOC_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#define BIG_ALLOC_PAGE ((size_t)2 << 20)
+
+/* malloc(bytes) for a table; NULL if that fails. */
+static inline void *big_alloc(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= 2 * BIG_ALLOC_PAGE) {
+        size_t rounded = (bytes + BIG_ALLOC_PAGE - 1) / BIG_ALLOC_PAGE * BIG_ALLOC_PAGE;
+        void *p = aligned_alloc(BIG_ALLOC_PAGE, rounded);
+        if (p) madvise(p, rounded, MADV_HUGEPAGE); /* only a hint: failure is harmless */
+        return p;
+    }
+#endif
+    return malloc(bytes ? bytes : 1);
+}
+
+#endif
