@@ -14,6 +14,7 @@ Either kind is safe only if no special-token occurrence straddles it.
 """
 from __future__ import annotations
 
+import io
 import re
 from typing import AnyStr, Sequence
 
@@ -75,16 +76,27 @@ def chunk_target(size: int, num_workers: int) -> int:
 
 def plan_chunks(path: str, specials: Sequence[str], pattern: str, target: int) -> list[tuple[int, int]]:
     """Splits the file into (start, end) byte ranges of about `target` bytes on safe edges."""
-    size = file_size(path)
+    with open_binary(path) as f:
+        return _plan(f, file_size(path), specials, pattern, target)
+
+
+def plan_bytes(data: bytes, specials: Sequence[str], pattern: str,
+               target: int) -> list[tuple[int, int]]:
+    """plan_chunks for text already in memory (UTF-8 bytes)."""
+    with io.BytesIO(data) as f:  # shares data's buffer: no copy
+        return _plan(f, len(data), specials, pattern, target)
+
+
+def _plan(f, size: int, specials: Sequence[str], pattern: str,
+          target: int) -> list[tuple[int, int]]:
     special_bytes = [s.encode("utf-8") for s in specials]
     finder = edge_finder(special_bytes, pattern in UNIT_LOCAL_PATTERNS)
     edges = [0]
-    with open_binary(path) as f:
-        while edges[-1] + target < size:
-            edge = next_safe_edge(f, edges[-1] + target, size, special_bytes, finder)
-            if edge >= size:
-                break
-            edges.append(edge)
+    while edges[-1] + target < size:
+        edge = next_safe_edge(f, edges[-1] + target, size, special_bytes, finder)
+        if edge >= size:
+            break
+        edges.append(edge)
     edges.append(size)
     return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
 

@@ -110,13 +110,14 @@ def count_group(tasks, report=None) -> tuple[Arrays, int, float, float]:
     return tally.finish()
 
 
-def resolve_workers(num_workers: int | None) -> int:
+def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
+    """How many workers (or threads: name says which argument) to use; None: one per core."""
     if num_workers is None:
         return os.cpu_count() or 1
     if isinstance(num_workers, bool) or not isinstance(num_workers, int):
-        raise TypeError(f"num_workers must be an int or None, not {type(num_workers).__name__}")
+        raise TypeError(f"{name} must be an int or None, not {type(num_workers).__name__}")
     if num_workers < 1:
-        raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+        raise ValueError(f"{name} must be at least 1, got {num_workers}")
     return num_workers
 
 

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import os
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
 from ._lib import check, ffi, lib
-from .chunking import chunk_target, edge_finder, last_safe_edge, plan_chunks
+from .chunking import chunk_target, edge_finder, last_safe_edge, plan_bytes, plan_chunks
 from .counting import resolve_workers
 from .sources import check_input_file, read_range
 from .pool import process_pool
@@ -19,6 +20,7 @@ from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compi
 from .units import encode_units, utf8_offsets
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
+_THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at least this long
 
 
 class Tokenizer:
@@ -26,12 +28,15 @@ class Tokenizer:
 
     def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
                  special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN,
-                 fast: bool | None = None):
-        """fast: encode each distinct unit once in C (None: whenever the pattern allows it);
-        the ids never depend on it."""
+                 fast: bool | None = None, num_threads: int | None = None):
+        """fast: encode each distinct unit once in C (None: whenever the pattern allows it).
+        num_threads: on the fast path, a long text (over 2 MB) is cut at safe edges and its
+        parts encoded at once on this many threads (None: one per core; the C encoder runs
+        without the GIL). The ids never depend on either."""
         self._check_vocab(vocab)
         self.pattern = pattern
         self.fast = resolve_fast(fast, pattern)
+        self.num_threads = resolve_workers(num_threads, "num_threads")
         self._regex = compile_pattern(pattern)
         self.special_tokens = unique_specials(special_tokens)
         self._splitter = special_splitter(self.special_tokens)
@@ -128,7 +133,7 @@ class Tokenizer:
 
     def __getstate__(self):  # for process pools: rebuild the C encoder on the other side
         vocab = {i: b for i, b in self.id_to_token.items()}
-        return vocab, self.merges, self.special_tokens, self.pattern, self.fast
+        return vocab, self.merges, self.special_tokens, self.pattern, self.fast, self.num_threads
 
     def __setstate__(self, state):
         self.__init__(*state)
@@ -150,11 +155,15 @@ class Tokenizer:
     def _encode_array(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"encode takes a str, not {type(text).__name__}")
-        if self.fast:  # specials located on the bytes, everything else in one C call
+        if self.fast:
             data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
-            starts, ends, found = self._byte_specials.spans(data)
-            then_id = [self._special_id_of_bytes[f] for f in found] + [-1]
-            ids = encode_units(self._encoder, data, starts, ends, then_id)
+            parts = self._thread_parts(data)
+            if len(parts) == 1:
+                ids = self._encode_utf8(data)
+            else:
+                with ThreadPoolExecutor(len(parts)) as ex:
+                    ids = np.concatenate(list(ex.map(self._encode_utf8,
+                                                     (data[a:b] for a, b in parts))))
         else:
             parts = [np.array([self.special_ids[piece]], np.int32) if is_special
                      else self._encode_plain(piece)
@@ -166,6 +175,20 @@ class Tokenizer:
             raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
                              "which have no token in the vocabulary")
         return ids
+
+    def _thread_parts(self, data: bytes) -> list[tuple[int, int]]:
+        """Where to cut data for num_threads threads: safe edges (chunking.py), so the parts
+        encode to exactly the ids of the whole."""
+        n = min(self.num_threads, len(data) // _THREAD_MIN_BYTES)
+        if n <= 1:
+            return [(0, len(data))]
+        return plan_bytes(data, self.special_tokens, self.pattern, -(-len(data) // n))
+
+    def _encode_utf8(self, data: bytes) -> np.ndarray:
+        """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
+        starts, ends, found = self._byte_specials.spans(data)
+        then_id = [self._special_id_of_bytes[f] for f in found] + [-1]
+        return encode_units(self._encoder, data, starts, ends, then_id)
 
     def encode(self, text: str) -> list[int]:
         return self._encode_array(text).tolist()
@@ -253,6 +276,7 @@ _worker_tokenizer: Tokenizer | None = None
 def _init_worker(tok: Tokenizer) -> None:
     global _worker_tokenizer
     _worker_tokenizer = tok
+    tok.num_threads = 1  # the pool already keeps every core busy
 
 
 def _encode_range_with(tok: Tokenizer, task) -> tuple[np.ndarray, int]:

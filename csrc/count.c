@@ -28,42 +28,6 @@ void bpe_counter_free(bpe_counter *c) {
     free(c);
 }
 
-/* Words waiting to be added to a table, hashed and prefetched ahead of the insert: lookups
- * in a large table miss the cache, and a batch overlaps the misses. */
-#define WORD_BATCH 32
-#define SPLIT_AHEAD 16
-
-typedef struct {
-    const uint8_t *ptr[WORD_BATCH];
-    int64_t len[WORD_BATCH], count[WORD_BATCH];
-    uint64_t hash[WORD_BATCH];
-    int n;
-} pending_words;
-
-static int flush(word_table *t, pending_words *b) {
-    for (int j = 0; j < b->n; j++) {
-        int rc = word_table_add_hashed(t, b->ptr[j], b->len[j], b->hash[j], b->count[j], NULL);
-        if (rc != BPE_OK) return rc;
-    }
-    b->n = 0;
-    return BPE_OK;
-}
-
-static int push(word_table *t, pending_words *b, const uint8_t *w, int64_t len, uint64_t hash,
-                int64_t count) {
-    if (b->n == WORD_BATCH) {
-        int rc = flush(t, b);
-        if (rc != BPE_OK) return rc;
-    }
-    b->ptr[b->n] = w;
-    b->len[b->n] = len;
-    b->count[b->n] = count;
-    b->hash[b->n] = hash;
-    word_table_prefetch(t, hash);
-    b->n++;
-    return BPE_OK;
-}
-
 int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
                     const int64_t *offsets, const int64_t *counts, int64_t n_words) {
     if (!c || !offsets || n_words < 0 || (n_words > 0 && !counts) || offsets[0] != 0)
@@ -73,14 +37,13 @@ int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
     if (offsets[n_words] != n_bytes || (n_bytes > 0 && !bytes)) return BPE_EINVAL;
     /* Sized once for the worst case (no word seen before), not rehashed as it fills. */
     int rc = word_table_reserve(&c->table, c->table.n + n_words);
-    pending_words batch;
-    batch.n = 0;
+    word_batch batch = {.n = 0};
     for (int64_t i = 0; i < n_words && rc == BPE_OK; i++) {
         const uint8_t *w = bytes + offsets[i];
         int64_t len = offsets[i + 1] - offsets[i];
-        rc = push(&c->table, &batch, w, len, word_table_hash(w, len), counts[i]);
+        rc = word_batch_push(&c->table, &batch, w, len, word_table_hash(w, len), counts[i], NULL);
     }
-    return rc == BPE_OK ? flush(&c->table, &batch) : rc;
+    return rc == BPE_OK ? word_batch_flush(&c->table, &batch) : rc;
 }
 
 int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const int64_t *starts,
@@ -95,14 +58,15 @@ int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const 
     return BPE_OK;
 }
 
+#define SPLIT_AHEAD 16 /* units whose slot is prefetched ahead of the split */
+
 int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
                             int64_t n_classes, bpe_counter *words) {
     if (!units || !words || !classes || n_classes != N_CODE_POINTS) return BPE_EINVAL;
     const word_table *t = &units->table;
     int64_t *ends = malloc((size_t)word_table_longest(t) * sizeof *ends);
     if (!ends) return BPE_ENOMEM;
-    pending_words batch;
-    batch.n = 0;
+    word_batch batch = {.n = 0};
     /* Fewer distinct pre-tokens than units, as a rule: size the table once. */
     int rc = word_table_reserve(&words->table, words->table.n + t->n);
     /* Insertion order: frequent units come early, so frequent pre-tokens do too, and the
@@ -116,10 +80,11 @@ int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
         for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
             /* A unit that is one pre-token, the usual case, already has that hash. */
             uint64_t h = k == 1 ? u->hash : word_table_hash(p + from, ends[j] - from);
-            rc = push(&words->table, &batch, p + from, ends[j] - from, h, u->count);
+            rc = word_batch_push(&words->table, &batch, p + from, ends[j] - from, h, u->count,
+                                 NULL);
         }
     }
-    if (rc == BPE_OK) rc = flush(&words->table, &batch);
+    if (rc == BPE_OK) rc = word_batch_flush(&words->table, &batch);
     free(ends);
     return rc;
 }

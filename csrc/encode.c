@@ -16,7 +16,7 @@
 
 #include "bpe.h"
 #include "grow.h"
-#include "pair_map.h"
+#include "rank_table.h"
 #include "units.h"
 #include "word_table.h"
 
@@ -26,9 +26,18 @@
 
 struct bpe_encoder {
     int32_t byte_ids[256];
-    pair_map ranks;  /* (left, right) -> rank */
+    rank_table ranks; /* (left, right) -> rank */
     int32_t *merged; /* merged[rank]: the id the pair becomes */
+    /* byte_pair_rank[x << 8 | y]: the rank of the ids of bytes x and y. A word starts as
+     * bytes, so a third of all rank lookups are these: a 256 KB table beats the hash map. */
+    int32_t *byte_pair_rank;
 };
+
+static inline int32_t rank_of(const bpe_encoder *e, int32_t a, int32_t b) {
+    if (a < 0 || b < 0) return NO_RANK; /* a byte without a token merges with nothing */
+    int32_t r = rank_table_get(&e->ranks, a, b);
+    return r < 0 ? NO_RANK : r;
+}
 
 int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
                     const int32_t *merged, int64_t n_merges, int32_t n_ids, bpe_encoder **out) {
@@ -46,13 +55,14 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
     if (!e) return BPE_ENOMEM;
     memcpy(e->byte_ids, byte_ids, sizeof e->byte_ids);
     e->merged = malloc((size_t)n_merges * sizeof *e->merged + 1);
-    int rc = e->merged ? pair_map_init(&e->ranks, n_merges) : BPE_ENOMEM;
-    for (int64_t r = 0; rc == BPE_OK && r < n_merges; r++) {
-        int32_t rank = (int32_t)r;
-        int inserted;
-        e->merged[r] = merged[r];
-        rc = pair_map_get_or_put(&e->ranks, pair_key(left[r], right[r]), &rank, &inserted);
-    }
+    e->byte_pair_rank = malloc(256 * 256 * sizeof *e->byte_pair_rank);
+    int rc = e->merged && e->byte_pair_rank ? rank_table_init(&e->ranks, left, right, n_merges)
+                                            : BPE_ENOMEM;
+    if (rc == BPE_OK && n_merges > 0)
+        memcpy(e->merged, merged, (size_t)n_merges * sizeof *e->merged);
+    for (int x = 0; rc == BPE_OK && x < 256; x++)
+        for (int y = 0; y < 256; y++)
+            e->byte_pair_rank[x << 8 | y] = rank_of(e, e->byte_ids[x], e->byte_ids[y]);
     if (rc != BPE_OK) {
         bpe_encoder_free(e);
         return rc;
@@ -63,15 +73,10 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
 
 void bpe_encoder_free(bpe_encoder *e) {
     if (!e) return;
-    pair_map_free(&e->ranks);
+    rank_table_free(&e->ranks);
     free(e->merged);
+    free(e->byte_pair_rank);
     free(e);
-}
-
-static inline int32_t rank_of(const bpe_encoder *e, int32_t a, int32_t b) {
-    if (a < 0 || b < 0) return NO_RANK; /* a byte without a token merges with nothing */
-    int32_t r = pair_map_get(&e->ranks, pair_key(a, b));
-    return r < 0 ? NO_RANK : r;
 }
 
 /* ---- short words: array, rescan for the lowest rank ---- */
@@ -79,7 +84,7 @@ static inline int32_t rank_of(const bpe_encoder *e, int32_t a, int32_t b) {
 static int64_t encode_short(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_t *ids) {
     int32_t rank[SHORT_WORD]; /* rank[i]: rank of (ids[i], ids[i+1]) */
     for (int64_t i = 0; i < n; i++) ids[i] = e->byte_ids[w[i]];
-    for (int64_t i = 0; i + 1 < n; i++) rank[i] = rank_of(e, ids[i], ids[i + 1]);
+    for (int64_t i = 0; i + 1 < n; i++) rank[i] = e->byte_pair_rank[w[i] << 8 | w[i + 1]];
     while (n > 1) {
         int64_t best = 0;
         for (int64_t i = 1; i + 1 < n; i++)
@@ -147,7 +152,7 @@ static int encode_long(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_
         nxt[i] = i + 1 < n ? i + 1 : -1;
     }
     for (int64_t i = 0; i + 1 < n; i++) {
-        int32_t r = rank_of(e, tok[i], tok[i + 1]);
+        int32_t r = e->byte_pair_rank[w[i] << 8 | w[i + 1]];
         if (r != NO_RANK) heap_push(heap, &hn, (heap_item){r, i});
     }
     while (hn > 0) {
@@ -257,7 +262,7 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
 
 struct bpe_units {
     word_table distinct; /* the text's distinct units, in order of first occurrence */
-    int64_t *seq;        /* seq[i]: the distinct unit at occurrence i; -1 - id: special id */
+    int32_t *seq;        /* seq[i]: the distinct unit at occurrence i; -1 - id: special id */
     int64_t n_seq, cap_seq;
 };
 
@@ -266,16 +271,6 @@ void bpe_units_free(bpe_units *u) {
     word_table_free(&u->distinct);
     free(u->seq);
     free(u);
-}
-
-static int push_unit(void *ctx, int64_t idx) {
-    bpe_units *u = ctx;
-    int rc;
-    int64_t *seq = reserve_array(u->seq, &u->cap_seq, u->n_seq + 1, 1024, sizeof *seq, &rc);
-    if (!seq) return rc;
-    u->seq = seq;
-    u->seq[u->n_seq++] = idx;
-    return BPE_OK;
 }
 
 int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const int64_t *ends,
@@ -291,8 +286,16 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
     if (!u) return BPE_ENOMEM;
     int rc = word_table_init(&u->distinct);
     for (int64_t p = 0; rc == BPE_OK && p < n_pieces; p++) {
-        rc = units_add(&u->distinct, text + starts[p], ends[p] - starts[p], push_unit, u);
-        if (rc == BPE_OK && then_id[p] >= 0) rc = push_unit(u, -1 - (int64_t)then_id[p]);
+        /* Room for the most units the piece can hold (one per byte) and its special. */
+        int32_t *seq = reserve_array(u->seq, &u->cap_seq, u->n_seq + ends[p] - starts[p] + 1,
+                                     1024, sizeof *seq, &rc);
+        if (!seq) break;
+        u->seq = seq;
+        int64_t added = 0;
+        rc = units_add(&u->distinct, text + starts[p], ends[p] - starts[p], seq + u->n_seq,
+                       &added);
+        u->n_seq += added;
+        if (rc == BPE_OK && then_id[p] >= 0) u->seq[u->n_seq++] = -1 - then_id[p];
     }
     if (rc != BPE_OK) {
         bpe_units_free(u);
@@ -302,6 +305,13 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
     return BPE_OK;
 }
 
+/* The ids of one distinct unit, as the output loop reads them: most units are one or two
+ * tokens, kept inline so that loop reads one 8-byte entry per occurrence; longer ones point
+ * into an arena. */
+typedef struct {
+    int32_t a, b; /* b >= 0: ids (a, b); b == -1: the id a; b == -2: see arena and start */
+} unit_ids;
+
 int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
                              int64_t n_classes, int32_t *ids, int64_t out_cap, int64_t *n_out) {
     if (!e || !u || !classes || !n_out || (u->n_seq > 0 && !ids) || n_classes != N_CODE_POINTS)
@@ -310,9 +320,10 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
     const word_table *t = &u->distinct;
     /* The ids of each distinct unit, back to back: at most one id per byte. */
     int64_t *start = malloc((size_t)(t->n + 1) * sizeof *start);
+    unit_ids *entry = malloc((size_t)t->n * sizeof *entry + 1);
     int32_t *arena = malloc((size_t)t->n_bytes * sizeof *arena + 1);
     int64_t *ends = malloc((size_t)word_table_longest(t) * sizeof *ends);
-    int rc = (start && arena && ends) ? BPE_OK : BPE_ENOMEM;
+    int rc = (start && entry && arena && ends) ? BPE_OK : BPE_ENOMEM;
     int64_t used = 0;
     for (int64_t d = 0; rc == BPE_OK && d < t->n; d++) {
         int64_t len;
@@ -324,22 +335,43 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
             rc = encode_word(e, p + from, ends[j] - from, arena + used, &m);
             used += m;
         }
+        const int32_t *unit = arena + start[d];
+        int64_t m = used - start[d];
+        entry[d] = m == 1 ? (unit_ids){unit[0], -1}
+                   : m == 2 && unit[1] >= 0 /* -1: a byte without a token */
+                       ? (unit_ids){unit[0], unit[1]}
+                       : (unit_ids){0, -2};
     }
     if (rc == BPE_OK) start[t->n] = used;
     int64_t out = 0;
     for (int64_t i = 0; rc == BPE_OK && i < u->n_seq; i++) {
-        int64_t d = u->seq[i], m = d < 0 ? 1 : start[d + 1] - start[d]; /* usually 1 or 2 */
+        int32_t d = u->seq[i];
+        if (out + 2 > out_cap) { /* rare: within two ids of the end, check exactly */
+            int64_t m = d < 0 ? 1 : start[d + 1] - start[d];
+            if (out + m > out_cap) {
+                rc = BPE_EINVAL;
+                break;
+            }
+        }
+        if (d < 0) {
+            ids[out++] = -1 - d; /* a special token */
+            continue;
+        }
+        unit_ids x = entry[d];
+        if (x.b >= -1) {
+            ids[out++] = x.a;
+            if (x.b >= 0) ids[out++] = x.b;
+            continue;
+        }
+        int64_t m = start[d + 1] - start[d];
         if (out + m > out_cap) {
             rc = BPE_EINVAL;
             break;
         }
-        if (d < 0) {
-            ids[out++] = (int32_t)(-1 - d); /* a special token */
-            continue;
-        }
-        for (const int32_t *from = arena + start[d]; m > 0; m--) ids[out++] = *from++;
+        memcpy(&ids[out], &arena[start[d]], (size_t)m * sizeof *ids);
+        out += m;
     }
-    free(start), free(arena), free(ends);
+    free(start), free(entry), free(arena), free(ends);
     *n_out = out;
     return rc;
 }

@@ -102,9 +102,8 @@ int pieces_in_bounds(int64_t n, const int64_t *starts, const int64_t *ends, int6
 /* Units are found and hashed a batch ahead of their insertion, and their slots prefetched. */
 #define UNIT_BATCH 32
 
-int units_add(word_table *t, const uint8_t *text, int64_t n,
-              int (*emit)(void *ctx, int64_t seq), void *ctx) {
-    int64_t start[UNIT_BATCH], end[UNIT_BATCH];
+int units_add(word_table *t, const uint8_t *text, int64_t n, int32_t *seq, int64_t *n_seq) {
+    int64_t start[UNIT_BATCH], end[UNIT_BATCH], n_out = 0;
     uint64_t hash[UNIT_BATCH];
     for (int64_t i = 0; i < n;) {
         int k = 0;
@@ -117,13 +116,13 @@ int units_add(word_table *t, const uint8_t *text, int64_t n,
             i = end[k];
         }
         for (int j = 0; j < k; j++) {
-            int64_t seq;
-            int rc = word_table_add_hashed(t, text + start[j], end[j] - start[j], hash[j], 1,
-                                           &seq);
-            if (rc == BPE_OK && emit) rc = emit(ctx, seq);
+            int64_t s;
+            int rc = word_table_add_hashed(t, text + start[j], end[j] - start[j], hash[j], 1, &s);
             if (rc != BPE_OK) return rc;
+            if (seq) seq[n_out++] = (int32_t)s; /* word_table numbers are int32 */
         }
     }
+    if (n_seq) *n_seq = n_out;
     return BPE_OK;
 }
 

@@ -120,6 +120,33 @@ int word_table_add_hashed(word_table *t, const uint8_t *w, int64_t len, uint64_t
     return BPE_OK;
 }
 
+int word_batch_flush(word_table *t, word_batch *b) {
+    for (int j = 0; j < b->n; j++) {
+        int64_t seq;
+        int rc = word_table_add_hashed(t, b->ptr[j], b->len[j], b->hash[j], b->count[j], &seq);
+        if (rc != BPE_OK) return rc;
+        if (b->seq_out[j]) *b->seq_out[j] = (int32_t)seq; /* numbers fit an int32 */
+    }
+    b->n = 0;
+    return BPE_OK;
+}
+
+int word_batch_push(word_table *t, word_batch *b, const uint8_t *w, int64_t len, uint64_t hash,
+                    int64_t count, int32_t *seq_out) {
+    if (b->n == WORD_BATCH) {
+        int rc = word_batch_flush(t, b);
+        if (rc != BPE_OK) return rc;
+    }
+    b->ptr[b->n] = w;
+    b->len[b->n] = len;
+    b->count[b->n] = count;
+    b->hash[b->n] = hash;
+    b->seq_out[b->n] = seq_out;
+    word_table_prefetch(t, hash);
+    b->n++;
+    return BPE_OK;
+}
+
 void word_table_free(word_table *t) {
     free(t->slots);
     free(t->arena);

@@ -90,6 +90,25 @@ static inline const uint8_t *word_table_key(const word_table *t, int64_t seq, in
     *len = t->start[seq + 1] - t->start[seq];
     return t->arena + t->start[seq];
 }
+/* Words waiting to be added to a table, hashed and their slots prefetched ahead of the
+ * insert: lookups in a large table miss the cache, and a batch overlaps the misses. */
+#define WORD_BATCH 32
+
+typedef struct {
+    const uint8_t *ptr[WORD_BATCH];
+    int64_t len[WORD_BATCH], count[WORD_BATCH];
+    uint64_t hash[WORD_BATCH];
+    int32_t *seq_out[WORD_BATCH];
+    int n;
+} word_batch;
+
+/* Queues word_table_add_hashed(t, w, len, hash, count); the word's number is written to
+ * *seq_out (if not NULL) when the batch is flushed, so seq_out must stay valid until then.
+ * The batch flushes itself when full; call word_batch_flush at the end. */
+int word_batch_push(word_table *t, word_batch *b, const uint8_t *w, int64_t len, uint64_t hash,
+                    int64_t count, int32_t *seq_out);
+int word_batch_flush(word_table *t, word_batch *b);
+
 /* Length of the longest key (at least 1): the size of a scratch buffer per key byte. */
 static inline int64_t word_table_longest(const word_table *t) {
     int64_t longest = 1;

@@ -303,3 +303,45 @@ def test_small_alphabet_vocab_matches_reference(corpus, text):
         vocab[len(vocab)] = a + b
     tok = Tokenizer(vocab, merges)
     assert tok.encode(text) == reference.encode(text, vocab, merges)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+@given(text=mixed_text)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow,
+                                                  HealthCheck.function_scoped_fixture])
+def test_threaded_encode_equals_one_thread(trained, monkeypatch, threads, text):
+    monkeypatch.setattr(tokenizer_module, "_THREAD_MIN_BYTES", 8)  # cut even short texts
+    many = Tokenizer(*trained, special_tokens=[EOT], num_threads=threads)
+    one = Tokenizer(*trained, special_tokens=[EOT], num_threads=1)
+    assert len(many._thread_parts(text.encode())) <= threads
+    assert many.encode(text) == one.encode(text)
+
+
+def test_threaded_encode_on_real_text(trained, realmix_head, monkeypatch):
+    monkeypatch.setattr(tokenizer_module, "_THREAD_MIN_BYTES", 1 << 12)
+    many = Tokenizer(*trained, special_tokens=[EOT], num_threads=16)
+    one = Tokenizer(*trained, special_tokens=[EOT], num_threads=1)
+    assert len(many._thread_parts(realmix_head.encode())) == 16
+    assert many.encode(realmix_head) == one.encode(realmix_head)
+
+
+def test_num_threads_errors(trained):
+    with pytest.raises(ValueError, match="num_threads"):
+        Tokenizer(*trained, num_threads=0)
+    with pytest.raises(TypeError, match="num_threads"):
+        Tokenizer(*trained, num_threads=2.0)
+
+
+def test_missing_byte_inside_a_two_token_unit_is_reported():
+    # "é" is the bytes c3 a9; with a token for c3 only, the unit encodes to (id, -1): the
+    # missing second byte must be reported, not dropped by the two-ids-inline shortcut.
+    tok = Tokenizer({i: bytes([i]) for i in list(range(0x80)) + [0xC3]}, [])
+    for text in ["é", "x\né", "é é"]:
+        with pytest.raises(ValueError, match=r"byte\(s\) 0xa9 which"):
+            tok.encode(text)
+
+
+def test_a_merge_listed_twice_keeps_its_first_rank():
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"}
+    tok = Tokenizer(vocab, [(b"b", b"c"), (b"a", b"b"), (b"b", b"c")])
+    assert tok.encode("abc") == [97, 257]  # (b, c) ranks 0, not 2
