@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Iterable
 
 import numpy as np
-from tqdm import tqdm
+from .progress import progress_bar
 
 from .chunking import chunk_target, plan_chunks
 from .pool import process_pool
@@ -178,8 +178,8 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
     if fast:
         char_classes()  # computed once here, inherited by forked workers
     total = UnitCounter()
-    with tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="pre-tokenize",
-              disable=None if progress else True) as bar:
+    with progress_bar(progress, total=sum(sizes), unit="B", unit_scale=True,
+                      desc="pre-tokenize") as bar:
         def absorb(result):
             arrays, n_bytes, read_s, tok_s = result
             t = time.perf_counter()

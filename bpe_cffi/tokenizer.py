@@ -7,13 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from ._lib import check, ffi, lib
 from .chunking import chunk_target, edge_finder, last_safe_edge, plan_bytes, plan_chunks
 from .counting import resolve_workers
 from .sources import check_input_file, read_range
 from .pool import process_pool
+from .progress import progress_bar
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compile_pattern,
                           resolve_fast, special_splitter, split_on_specials, unique_specials)
@@ -231,8 +231,8 @@ class Tokenizer:
         dtype = np.dtype(self._dtype)
         total = 0
         with atomic_write(os.fspath(output_path), "wb") as f, \
-                tqdm(total=size, unit="B", unit_scale=True, desc="encode",
-                     disable=None if progress else True) as bar:
+                progress_bar(progress, total=size, unit="B", unit_scale=True,
+                             desc="encode") as bar:
             f.write(_npy_header(dtype, 0))  # rewritten with the real length at the end
             tasks = [(path, a, b) for a, b in ranges]
             if workers == 1 or len(tasks) <= 1:

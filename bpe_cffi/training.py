@@ -8,7 +8,7 @@ import warnings
 from typing import Iterable, Mapping
 
 import numpy as np
-from tqdm import tqdm
+from .progress import progress_bar
 
 from ._lib import check, ffi, lib
 from .counting import count_words_arrays
@@ -50,8 +50,7 @@ def _run_merges(blob: bytes, offsets: np.ndarray, values: np.ndarray, n_merges: 
     trainer = ffi.gc(handle[0], lib.bpe_trainer_free)
     done = 0
     n_done = ffi.new("int64_t *")
-    with tqdm(total=n_merges, unit="merge", desc="merge",
-              disable=None if progress else True) as bar:
+    with progress_bar(progress, total=n_merges, unit="merge", desc="merge") as bar:
         while done < n_merges:
             step = min(_MERGES_PER_CALL, n_merges - done)
             check(lib.bpe_trainer_step(trainer, step,

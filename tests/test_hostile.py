@@ -226,7 +226,7 @@ def _interrupt(tmp_path, call):
                             stdout=subprocess.PIPE, text=True, start_new_session=True,
                             cwd=tmp_path)
     assert proc.stdout.readline().strip() == "started"
-    time.sleep(1.5)  # into the pooled part
+    time.sleep(0.8)  # into the pooled part (the whole job takes over 3 s)
     os.killpg(proc.pid, signal.SIGINT)
     t = time.monotonic()
     out, _ = proc.communicate(timeout=30)
@@ -245,7 +245,7 @@ def big_corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("big") / "big.txt"
     sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     with open(path, "w", encoding="utf-8") as f:
-        for _ in range(120):  # about 44 MB: several seconds on the plain path
+        for _ in range(240):  # about 88 MB: over 3 s on the plain path, even on 2 fast cores
             f.write(sample)
     return path
 
