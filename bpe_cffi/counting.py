@@ -23,7 +23,7 @@ from .sources import (PathsLike, decode_range, file_size, read_range_bytes, reso
 from .pretokenize import (GPT2_PATTERN, ByteSpecials, compile_pattern, resolve_fast,
                           special_splitter, split_on_specials, unique_specials)
 from .units import (Arrays, Counter as UnitCounter, arrays_to_counts, char_classes,
-                    utf8_offsets, words_from_units)
+                    split_units, utf8_offsets)
 
 
 @functools.lru_cache(maxsize=8)
@@ -71,14 +71,24 @@ class _Tally:
 
     def finish(self) -> tuple[Arrays, int, float, float]:
         """(word count arrays, bytes done, seconds reading, seconds pre-tokenizing)."""
+        words, n_bytes, read_s, tok_s = self.finish_counter()
+        t = time.perf_counter()
+        arrays = words.export()
+        words.release()
+        return arrays, n_bytes, read_s, tok_s + time.perf_counter() - t
+
+    def finish_counter(self) -> tuple[UnitCounter, int, float, float]:
+        """finish, with the word counts left in a C counter."""
         t = time.perf_counter()
         if self.fast:
-            arrays = words_from_units(self.units)
+            words = split_units(self.units)
+            self.units.release()  # the unit table is the larger: free it before returning
         else:
             blob, offsets = utf8_offsets(list(self.words))
-            arrays = blob, offsets, np.fromiter(self.words.values(), np.int64, len(self.words))
+            words = UnitCounter()
+            words.add(blob, offsets, np.fromiter(self.words.values(), np.int64, len(self.words)))
         self.tok_s += time.perf_counter() - t
-        return arrays, self.n_bytes, self.read_s, self.tok_s
+        return words, self.n_bytes, self.read_s, self.tok_s
 
 
 def count_range(task) -> tuple[Arrays, int, float, float]:
@@ -97,8 +107,9 @@ def _set_progress(counter) -> None:
     _progress = counter
 
 
-def count_group(tasks, report=None) -> tuple[Arrays, int, float, float]:
-    """One worker's share of the ranges, tallied together (what each local worker runs)."""
+def count_group(tasks, report=None, finish: str = "finish"):
+    """One worker's share of the ranges, tallied together (what each local worker runs);
+    the tally's finish() or, with finish="finish_counter", its finish_counter()."""
     tally = _Tally(*tasks[0][3:])
     for path, start, end, *_ in tasks:
         tally.add_range(path, start, end)
@@ -107,7 +118,7 @@ def count_group(tasks, report=None) -> tuple[Arrays, int, float, float]:
         elif _progress is not None:
             with _progress.get_lock():
                 _progress.value += end - start
-    return tally.finish()
+    return getattr(tally, finish)()
 
 
 def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
@@ -177,29 +188,43 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
         return result, stats
     if fast:
         char_classes()  # computed once here, inherited by forked workers
-    total = UnitCounter()
+    total = None
     with progress_bar(progress, total=sum(sizes), unit="B", unit_scale=True,
                       desc="pre-tokenize") as bar:
-        def absorb(result):
-            arrays, n_bytes, read_s, tok_s = result
-            t = time.perf_counter()
-            total.add(*arrays)
-            stats.combine_s += time.perf_counter() - t
+        def take(stats_of_result):
+            n_bytes, read_s, tok_s = stats_of_result
             stats.read_s += read_s
             stats.pretokenize_s += tok_s
             stats.n_bytes += n_bytes
 
+        def absorb(result):
+            arrays, *rest = result
+            t = time.perf_counter()
+            total.add(*arrays)
+            stats.combine_s += time.perf_counter() - t
+            take(rest)
+
         n_groups = min(workers, len(tasks))
+        # Ranges dealt round-robin: each worker gets a mix of the corpus. The parent counts
+        # the first group itself, so its counts need no transfer and become the total.
+        groups = [tasks[g::n_groups] for g in range(n_groups)]
         if n_groups <= 1:  # small inputs or one worker: no pool to start
-            if tasks:
-                absorb(count_group(tasks, report=bar.update))
+            total, *rest = count_group(groups[0], bar.update, "finish_counter") if tasks \
+                else (UnitCounter(), 0, 0.0, 0.0)
+            take(rest)
         else:
-            # Ranges dealt round-robin: each worker gets a mix of the corpus.
-            groups = [tasks[g::n_groups] for g in range(n_groups)]
             done = multiprocessing.get_context().Value("q", 0)
-            with process_pool(n_groups, _set_progress, (done,)) as pool:
-                results = pool.imap_unordered(count_group, groups)
-                for _ in groups:
+
+            def report(n_bytes):
+                with done.get_lock():
+                    done.value += n_bytes
+                bar.update(done.value - bar.n)
+
+            with process_pool(n_groups - 1, _set_progress, (done,)) as pool:
+                results = pool.imap_unordered(count_group, groups[1:])
+                total, *rest = count_group(groups[0], report, "finish_counter")
+                take(rest)
+                for _ in groups[1:]:
                     while True:
                         try:
                             result = results.next(timeout=0.2)

@@ -116,13 +116,13 @@ class Counter:
         ffi.release(self._c)
 
 
-def words_from_units(units: Counter) -> Arrays:
-    """{pre-token: count} as arrays, from {unit: count}."""
+def split_units(units: Counter) -> Counter:
+    """{pre-token: count} in a new C counter, from {unit: count}."""
     words = Counter()
     classes = char_classes()
     check(lib.bpe_counter_split_units(units._c, _buf("uint8_t[]", classes), len(classes),
                                       words._c), "bpe_counter_split_units")
-    return words.export()
+    return words
 
 
 def encode_units(encoder, text: bytes, starts: Sequence[int], ends: Sequence[int],
