@@ -49,8 +49,9 @@ typedef struct {
 typedef struct {
     int64_t *pos;  /* positions of the left token, possibly stale */
     int64_t len, cap;
-    int sorted;    /* pos is ascending (merges must walk a word left to right) */
-    int dirty;     /* count changed during the current merge */
+    int8_t sorted; /* pos is ascending (merges must walk a word left to right) */
+    int8_t dirty;  /* count changed during the current merge */
+    int8_t owned;  /* pos is its own allocation, not a piece of the trainer's site_arena */
 } pair_sites;
 
 /* The two pairs a neighbour token x takes part in during the merge of (a, b) into n: on the
@@ -68,6 +69,7 @@ struct bpe_trainer {
     pair_map map;      /* (left, right) -> index into pairs/sites */
     pair_rec *pairs;
     pair_sites *sites;
+    int64_t *site_arena; /* the first site lists, all in one block: one malloc, one free */
     int32_t n_pairs, cap_pairs;
     pair_queue queue;
 
@@ -109,20 +111,28 @@ static int grow_pairs(bpe_trainer *t) {
 }
 
 static int sites_push(pair_sites *s, int64_t pos) {
-    int rc;
-    int64_t *p = reserve_array(s->pos, &s->cap, s->len + 1, 4, sizeof *p, &rc);
-    if (!p) return rc;
-    s->pos = p;
+    if (s->len == s->cap) { /* grow; a list still in the arena moves to a block of its own */
+        int64_t cap = grow_capacity(s->cap, s->len + 1, 4);
+        if (cap < 0) return BPE_EOVERFLOW;
+        int rc;
+        int64_t *p = resize_array(s->owned ? s->pos : NULL, cap, sizeof *p, &rc);
+        if (!p) return rc;
+        if (!s->owned && s->len > 0) memcpy(p, s->pos, (size_t)s->len * sizeof *p);
+        s->pos = p;
+        s->cap = cap;
+        s->owned = 1;
+    }
     if (s->len > 0 && s->pos[s->len - 1] > pos) s->sorted = 0;
     s->pos[s->len++] = pos;
     return BPE_OK;
 }
 
 static void sites_release(pair_sites *s) {
-    free(s->pos);
+    if (s->owned) free(s->pos);
     s->pos = NULL;
     s->len = s->cap = 0;
     s->sorted = 1;
+    s->owned = 0;
 }
 
 static int mark_dirty(bpe_trainer *t, int32_t idx) {
@@ -252,11 +262,13 @@ static int lay_out_words(bpe_trainer *t, const uint8_t *bytes, const int64_t *of
     return BPE_OK;
 }
 
-/* Counts every adjacent pair, then records its sites in arrays sized exactly. */
+/* Counts every adjacent pair, then records its sites in lists sized exactly, cut from one
+ * arena (a list that outgrows its piece moves to a block of its own: sites_push). */
 static int count_initial_pairs(bpe_trainer *t) {
     int rc;
     int64_t total = 0; /* every pair count, now and after any merge, is at most this */
     const symbol *sym = t->sym;
+    int64_t n_sites = 0;
     for (int64_t p = 0; p < t->n_pos; p++) {
         if (sym[p].tok < 0 || !sym[p].fwd) continue;
         int32_t idx;
@@ -266,11 +278,12 @@ static int count_initial_pairs(bpe_trainer *t) {
         total += w;
         t->pairs[idx].count += w;
         t->sites[idx].cap++;
+        n_sites++;
     }
-    for (int32_t i = 0; i < t->n_pairs; i++) {
-        t->sites[i].pos = malloc((size_t)t->sites[i].cap * sizeof(int64_t));
-        if (!t->sites[i].pos) return BPE_ENOMEM;
-    }
+    t->site_arena = malloc((size_t)n_sites * sizeof *t->site_arena + 1);
+    if (!t->site_arena) return BPE_ENOMEM;
+    int64_t *from = t->site_arena;
+    for (int32_t i = 0; i < t->n_pairs; from += t->sites[i++].cap) t->sites[i].pos = from;
     for (int64_t p = 0; p < t->n_pos; p++) {
         if (sym[p].tok < 0 || !sym[p].fwd) continue;
         pair_sites *s = &t->sites[pair_map_get(&t->map, pair_key(sym[p].tok, sym[p + 1].tok))];
@@ -313,7 +326,9 @@ void bpe_trainer_free(bpe_trainer *t) {
     token_table_free(&t->tokens);
     pair_map_free(&t->map);
     if (t->sites)
-        for (int32_t i = 0; i < t->n_pairs; i++) free(t->sites[i].pos);
+        for (int32_t i = 0; i < t->n_pairs; i++)
+            if (t->sites[i].owned) free(t->sites[i].pos);
+    free(t->site_arena);
     free(t->sites);
     free(t->pairs);
     pair_queue_free(&t->queue);
@@ -384,7 +399,7 @@ static int merge_pair(bpe_trainer *t, int32_t best, int32_t n) {
         if (sym[p].tok != a || !sym[p].fwd || sym[p + sym[p].fwd].tok != b) continue;
         rc = merge_at(t, p, best, a, b, n);
     }
-    free(taken.pos);
+    if (taken.owned) free(taken.pos);
     reset_memo(t);
     if (rc != BPE_OK) return rc;
 
