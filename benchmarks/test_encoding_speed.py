@@ -22,16 +22,18 @@ def setup(corpus, tmp_path_factory):
 
 
 @pytest.mark.benchmark(group="encode")
-def test_encode_bpe_cffi_list(benchmark, setup):
+@pytest.mark.parametrize("threads", [1, None])  # None: one thread per core (the default)
+def test_encode_bpe_cffi_list(benchmark, setup, threads):
     vocab, merges, text, _, want = setup
-    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=threads)
     assert benchmark.pedantic(tok.encode, args=(text,), rounds=3, iterations=1) == want
 
 
 @pytest.mark.benchmark(group="encode")
-def test_encode_bpe_cffi_numpy(benchmark, setup):
+@pytest.mark.parametrize("threads", [1, None])
+def test_encode_bpe_cffi_numpy(benchmark, setup, threads):
     vocab, merges, text, _, want = setup
-    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=threads)
     ids = benchmark.pedantic(tok.encode_to_numpy, args=(text,), rounds=3, iterations=1)
     assert ids.tolist() == want
 

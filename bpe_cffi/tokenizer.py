@@ -152,29 +152,32 @@ class Tokenizer:
               "bpe_encoder_encode")
         return ids[:n_out[0]]
 
-    def _encode_array(self, text: str) -> np.ndarray:
+    def _encode_array(self, text: str, dtype=np.int32) -> np.ndarray:
+        """The ids of text as an array of dtype (one copy: the parts are cast as joined)."""
         if not isinstance(text, str):
             raise TypeError(f"encode takes a str, not {type(text).__name__}")
         if self.fast:
             data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
-            parts = self._thread_parts(data)
-            if len(parts) == 1:
-                ids = self._encode_utf8(data)
+            cuts = self._thread_parts(data)
+            if len(cuts) == 1:
+                parts = [self._encode_utf8(data)]
             else:
-                with ThreadPoolExecutor(len(parts)) as ex:
-                    ids = np.concatenate(list(ex.map(self._encode_utf8,
-                                                     (data[a:b] for a, b in parts))))
+                view = memoryview(data)  # slices without copies
+                with ThreadPoolExecutor(len(cuts)) as ex:
+                    parts = list(ex.map(self._encode_utf8, (view[a:b] for a, b in cuts)))
         else:
             parts = [np.array([self.special_ids[piece]], np.int32) if is_special
                      else self._encode_plain(piece)
                      for piece, is_special in split_on_specials(text, self._splitter)]
-            ids = np.concatenate(parts) if parts else np.empty(0, np.int32)
-        if len(ids) and ids.min() < 0:  # only possible with a vocabulary missing some bytes
+        if any(len(p) and p.min() < 0 for p in parts):  # a vocabulary missing some bytes
             missing = sorted({b for b in text.encode("utf-8")
                               if bytes([b]) not in self.token_to_id})
             raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
                              "which have no token in the vocabulary")
-        return ids
+        if len(parts) == 1:
+            return parts[0].astype(dtype, copy=False)
+        return np.concatenate(parts, dtype=dtype, casting="unsafe") if parts \
+            else np.empty(0, dtype)
 
     def _thread_parts(self, data: bytes) -> list[tuple[int, int]]:
         """Where to cut data for num_threads threads: safe edges (chunking.py), so the parts
@@ -184,7 +187,7 @@ class Tokenizer:
             return [(0, len(data))]
         return plan_bytes(data, self.special_tokens, self.pattern, -(-len(data) // n))
 
-    def _encode_utf8(self, data: bytes) -> np.ndarray:
+    def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
         """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
         starts, ends, found = self._byte_specials.spans(data)
         then_id = [self._special_id_of_bytes[f] for f in found] + [-1]
@@ -195,7 +198,7 @@ class Tokenizer:
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """The ids as uint16 when every id fits, else uint32."""
-        return self._encode_array(text).astype(self._dtype)
+        return self._encode_array(text, self._dtype)
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily yields encode("".join(iterable)), holding only a bounded window of text.

@@ -325,6 +325,17 @@ def test_threaded_encode_on_real_text(trained, realmix_head, monkeypatch):
     assert many.encode(realmix_head) == one.encode(realmix_head)
 
 
+def test_threaded_encode_with_several_specials(trained, monkeypatch):
+    monkeypatch.setattr(tokenizer_module, "_THREAD_MIN_BYTES", 16)
+    specials = [EOT, "<pad>", "<|end"]  # a prefix of EOT too: longest first
+    text = "".join(f"word {i}{EOT}x<pad> y <|end z{EOT[:5]} \n" for i in range(200))
+    many = Tokenizer(*trained, special_tokens=specials, num_threads=5)
+    one = Tokenizer(*trained, special_tokens=specials, num_threads=1)
+    assert len(many._thread_parts(text.encode())) == 5
+    assert many.encode(text) == one.encode(text)
+    assert many.encode_to_numpy(text).tolist() == one.encode(text)
+
+
 def test_num_threads_errors(trained):
     with pytest.raises(ValueError, match="num_threads"):
         Tokenizer(*trained, num_threads=0)
