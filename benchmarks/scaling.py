@@ -2,7 +2,9 @@
 installed anchor, on corpora scaled up by shared/bench/synth.py (vocab 10 000,
 <|endoftext|>). Writes a CSV and a log-log PNG chart.
 
-usage: python benchmarks/scaling.py [--sizes 25,100,400,2000] [--tools ...] [--out DIR]
+usage: python benchmarks/scaling.py [--sizes 25,100,400,2000] [--tools ...] [--out DIR] [--update]
+--update keeps the rows of the existing CSV that this run does not redo (say, the anchors'
+when only bpe_cffi changed) and redraws the chart from all of them.
 Corpora are generated once into .benchmarks/corpora/ (never committed); about 2.5 GB of disk
 for the default sizes. Each run is a fresh process (compare.py), so memory is per run.
 """
@@ -74,13 +76,21 @@ def main() -> None:
     ap.add_argument("--tools", default="bpe_cffi,rustbpe,hf_tokenizers,bpeasy")
     ap.add_argument("--vocab-size", type=int, default=10_000)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--update", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     csv_path = os.path.join(args.out, "scaling.csv")
+    sizes, tools = list(map(int, args.sizes.split(","))), args.tools.split(",")
     rows = []
-    for size in map(int, args.sizes.split(",")):
+    if args.update and os.path.exists(csv_path):
+        with open(csv_path, newline="") as f:
+            rows = [{"tool": r["tool"], "corpus_mb": int(r["corpus_mb"]),
+                     "wall_s": float(r["wall_s"]), "peak_mb": int(r["peak_mb"])}
+                    for r in csv.DictReader(f)
+                    if not (r["tool"] in tools and int(r["corpus_mb"]) in sizes)]
+    for size in sizes:
         path = synth(size)
-        for tool in args.tools.split(","):
+        for tool in tools:
             r = run_one(tool, path, args.vocab_size)
             if r is None:
                 continue
