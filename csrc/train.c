@@ -389,9 +389,9 @@ static int merge_pair(bpe_trainer *t, int32_t best, int32_t n) {
     for (int64_t i = 0; i < taken.len && rc == BPE_OK; i++) {
         int64_t p = taken.pos[i];
         if (i + 2 * PREFETCH_AHEAD < taken.len) {
-            const symbol *ahead = &sym[taken.pos[i + 2 * PREFETCH_AHEAD]];
-            PREFETCH(ahead - 1);
-            PREFETCH(ahead + 2);
+            int64_t ahead = taken.pos[i + 2 * PREFETCH_AHEAD];
+            PREFETCH(&sym[ahead > 0 ? ahead - 1 : 0]);
+            PREFETCH(&sym[ahead + 2 < t->n_pos ? ahead + 2 : ahead]);
         }
         if (i + PREFETCH_AHEAD < taken.len)
             PREFETCH(&t->weight[sym[taken.pos[i + PREFETCH_AHEAD]].word]);
