@@ -1,7 +1,8 @@
 /* word_table.h - byte strings -> (sequence number, count), for counting units and pre-tokens.
  *
- * Open addressing over slots that hold all a lookup needs (hash, count, length and the first
- * eight bytes of the key), so a hit on a short key, the common case, touches one cache line.
+ * Open addressing over slots that hold all a lookup needs (hash, count, length and the key's
+ * first eight bytes, all of a shorter key), so a hit on a short key, the common case, touches
+ * one cache line.
  * Keys are also kept back to back in an arena in insertion order, and words are numbered in
  * that order ("seq"): iteration and export follow it, so every result built on a table depends
  * only on the input, never on hashing. */
