@@ -99,31 +99,19 @@ int pieces_in_bounds(int64_t n, const int64_t *starts, const int64_t *ends, int6
     return 1;
 }
 
-/* Units are found and hashed a batch ahead of their insertion, and their slots prefetched. */
-#define UNIT_BATCH 32
-
 int units_add(word_table *t, const uint8_t *text, int64_t n, int32_t *seq, int64_t *n_seq) {
-    int64_t start[UNIT_BATCH], end[UNIT_BATCH], n_out = 0;
-    uint64_t hash[UNIT_BATCH];
-    for (int64_t i = 0; i < n;) {
-        int k = 0;
-        for (; k < UNIT_BATCH && i < n; k++) {
-            start[k] = i;
-            end[k] = unit_end(text, n, i);
-            if (end[k] < 0) return BPE_EUTF8;
-            hash[k] = word_table_hash(text + i, end[k] - i);
-            word_table_prefetch(t, hash[k]);
-            i = end[k];
-        }
-        for (int j = 0; j < k; j++) {
-            int64_t s;
-            int rc = word_table_add_hashed(t, text + start[j], end[j] - start[j], hash[j], 1, &s);
-            if (rc != BPE_OK) return rc;
-            if (seq) seq[n_out++] = (int32_t)s; /* word_table numbers are int32 */
-        }
+    word_batch batch = {.n = 0}; /* units are hashed and their slots prefetched a batch ahead */
+    int64_t n_out = 0;
+    for (int64_t i = 0, end; i < n; i = end) {
+        end = unit_end(text, n, i);
+        if (end < 0) return BPE_EUTF8;
+        int rc = word_batch_push(t, &batch, text + i, end - i, word_table_hash(text + i, end - i),
+                                 1, seq ? &seq[n_out++] : NULL);
+        if (rc != BPE_OK) return rc;
     }
-    if (n_seq) *n_seq = n_out;
-    return BPE_OK;
+    int rc = word_batch_flush(t, &batch);
+    if (rc == BPE_OK && n_seq) *n_seq = n_out;
+    return rc;
 }
 
 /* ---- GPT-2's pattern ----

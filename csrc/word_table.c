@@ -73,22 +73,6 @@ static int reserve(word_table *t, int64_t len) {
     return BPE_OK;
 }
 
-void word_table_prefetch(const word_table *t, uint64_t hash) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(&t->slots[hash & (uint64_t)(t->n_slots - 1)]);
-#else
-    (void)t, (void)hash;
-#endif
-}
-
-void word_table_prefetch_seq(const word_table *t, int64_t seq) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(&t->slots[t->slot_of[seq]]);
-#else
-    (void)t, (void)seq;
-#endif
-}
-
 int word_table_add_hashed(word_table *t, const uint8_t *w, int64_t len, uint64_t h,
                           int64_t count, int64_t *seq) {
     if (len > INT32_MAX) return BPE_EOVERFLOW;
@@ -128,22 +112,6 @@ int word_batch_flush(word_table *t, word_batch *b) {
         if (b->seq_out[j]) *b->seq_out[j] = (int32_t)seq; /* numbers fit an int32 */
     }
     b->n = 0;
-    return BPE_OK;
-}
-
-int word_batch_push(word_table *t, word_batch *b, const uint8_t *w, int64_t len, uint64_t hash,
-                    int64_t count, int32_t *seq_out) {
-    if (b->n == WORD_BATCH) {
-        int rc = word_batch_flush(t, b);
-        if (rc != BPE_OK) return rc;
-    }
-    b->ptr[b->n] = w;
-    b->len[b->n] = len;
-    b->count[b->n] = count;
-    b->hash[b->n] = hash;
-    b->seq_out[b->n] = seq_out;
-    word_table_prefetch(t, hash);
-    b->n++;
     return BPE_OK;
 }
 

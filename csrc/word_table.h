@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bpe.h"
+
 typedef struct {
     uint64_t hash;
     int64_t count;
@@ -62,11 +64,11 @@ static inline uint64_t word_table_mix(uint64_t h, uint64_t block) {
     return h ^ (h >> 32);
 }
 
-/* Hash of a key whose packed prefix is already known: eight bytes at a time, the last block
- * read as the eight bytes that end the key (they overlap the one before; the length, mixed in
- * first, keeps that unambiguous). */
-static inline uint64_t word_table_hash_from(const uint8_t *p, int64_t len, uint64_t prefix) {
-    uint64_t h = word_table_mix(0x9E3779B97F4A7C15ull ^ (uint64_t)len, prefix);
+/* Eight bytes at a time, the first block being the packed prefix and the last the eight bytes
+ * that end the key (they overlap the one before; the length, mixed in first, keeps that
+ * unambiguous). */
+static inline uint64_t word_table_hash(const uint8_t *p, int64_t len) {
+    uint64_t h = word_table_mix(0x9E3779B97F4A7C15ull ^ (uint64_t)len, word_table_prefix(p, len));
     if (len > 8) {
         int64_t i = 8;
         for (; i + 8 < len; i += 8) h = word_table_mix(h, word_table_load64(p + i));
@@ -76,13 +78,21 @@ static inline uint64_t word_table_hash_from(const uint8_t *p, int64_t len, uint6
     return h ^ (h >> 29);
 }
 
-static inline uint64_t word_table_hash(const uint8_t *p, int64_t len) {
-    return word_table_hash_from(p, len, word_table_prefix(p, len));
+static inline void word_table_prefetch(const word_table *t, uint64_t hash) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(&t->slots[hash & (uint64_t)(t->n_slots - 1)]);
+#else
+    (void)t, (void)hash;
+#endif
 }
-
-void word_table_prefetch(const word_table *t, uint64_t hash);
 /* Prefetches the slot of word seq (for walks in seq order). */
-void word_table_prefetch_seq(const word_table *t, int64_t seq);
+static inline void word_table_prefetch_seq(const word_table *t, int64_t seq) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(&t->slots[t->slot_of[seq]]);
+#else
+    (void)t, (void)seq;
+#endif
+}
 /* Adds count to word w[0..len), whose word_table_hash is hash, inserting it if new; *seq gets
  * its number (may be NULL). */
 int word_table_add_hashed(word_table *t, const uint8_t *w, int64_t len, uint64_t hash,
@@ -106,9 +116,22 @@ typedef struct {
 /* Queues word_table_add_hashed(t, w, len, hash, count); the word's number is written to
  * *seq_out (if not NULL) when the batch is flushed, so seq_out must stay valid until then.
  * The batch flushes itself when full; call word_batch_flush at the end. */
-int word_batch_push(word_table *t, word_batch *b, const uint8_t *w, int64_t len, uint64_t hash,
-                    int64_t count, int32_t *seq_out);
 int word_batch_flush(word_table *t, word_batch *b);
+static inline int word_batch_push(word_table *t, word_batch *b, const uint8_t *w, int64_t len,
+                                  uint64_t hash, int64_t count, int32_t *seq_out) {
+    if (b->n == WORD_BATCH) {
+        int rc = word_batch_flush(t, b);
+        if (rc != BPE_OK) return rc;
+    }
+    b->ptr[b->n] = w;
+    b->len[b->n] = len;
+    b->count[b->n] = count;
+    b->hash[b->n] = hash;
+    b->seq_out[b->n] = seq_out;
+    word_table_prefetch(t, hash);
+    b->n++;
+    return BPE_OK;
+}
 
 /* Length of the longest key (at least 1): the size of a scratch buffer per key byte. */
 static inline int64_t word_table_longest(const word_table *t) {
