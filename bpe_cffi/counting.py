@@ -3,7 +3,8 @@
 The parent only plans byte ranges (chunking.py); workers read their own ranges, pre-tokenize
 them (the unit fast path or the plain regex) and return compact count arrays, so no process
 ever holds the whole corpus. _Tally does the counting: a local worker tallies all its ranges
-(count_group, run by pool.py), a Dask task tallies one range (count_range, dask_executor.py).
+(tally_group: the parent counts one group itself, count_group runs in each pool process), a
+Dask task tallies one range (count_range, dask_executor.py).
 """
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from collections import Counter
 from typing import Iterable
 
 import numpy as np
-from .progress import progress_bar
 
 from .chunking import chunk_target, plan_chunks
 from .pool import process_pool
+from .progress import progress_bar
 from .sources import (PathsLike, decode_range, file_size, read_range_bytes, resolve_inputs)
 from .pretokenize import (GPT2_PATTERN, ByteSpecials, compile_pattern, resolve_fast,
                           special_splitter, split_on_specials, unique_specials)
@@ -107,9 +108,9 @@ def _set_progress(counter) -> None:
     _progress = counter
 
 
-def count_group(tasks, report=None, finish: str = "finish"):
-    """One worker's share of the ranges, tallied together (what each local worker runs);
-    the tally's finish() or, with finish="finish_counter", its finish_counter()."""
+def tally_group(tasks, report=None) -> _Tally:
+    """One worker's share of the ranges, tallied together; report(n_bytes) after each range
+    (in pool workers, with no report, progress goes to the shared count instead)."""
     tally = _Tally(*tasks[0][3:])
     for path, start, end, *_ in tasks:
         tally.add_range(path, start, end)
@@ -118,7 +119,12 @@ def count_group(tasks, report=None, finish: str = "finish"):
         elif _progress is not None:
             with _progress.get_lock():
                 _progress.value += end - start
-    return getattr(tally, finish)()
+    return tally
+
+
+def count_group(tasks) -> tuple[Arrays, int, float, float]:
+    """What each pool worker runs: its group's word counts as arrays."""
+    return tally_group(tasks).finish()
 
 
 def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
@@ -209,7 +215,7 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
         # the first group itself, so its counts need no transfer and become the total.
         groups = [tasks[g::n_groups] for g in range(n_groups)]
         if n_groups <= 1:  # small inputs or one worker: no pool to start
-            total, *rest = count_group(groups[0], bar.update, "finish_counter") if tasks \
+            total, *rest = tally_group(groups[0], bar.update).finish_counter() if tasks \
                 else (UnitCounter(), 0, 0.0, 0.0)
             take(rest)
         else:
@@ -222,7 +228,7 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
 
             with process_pool(n_groups - 1, _set_progress, (done,)) as pool:
                 results = pool.imap_unordered(count_group, groups[1:])
-                total, *rest = count_group(groups[0], report, "finish_counter")
+                total, *rest = tally_group(groups[0], report).finish_counter()
                 take(rest)
                 for _ in groups[1:]:
                     while True:

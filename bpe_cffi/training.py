@@ -8,10 +8,10 @@ import warnings
 from typing import Iterable, Mapping
 
 import numpy as np
-from .progress import progress_bar
 
 from ._lib import check, ffi, lib
 from .counting import count_words_arrays
+from .progress import progress_bar
 from .sources import PathsLike
 from .pretokenize import GPT2_PATTERN, unique_specials
 from .units import counts_to_arrays
