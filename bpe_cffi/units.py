@@ -40,8 +40,15 @@ def counts_to_arrays(counts: Mapping[bytes, int]) -> Arrays:
 def arrays_to_counts(arrays: Arrays) -> dict[bytes, int]:
     """Arrays -> {word: count}."""
     blob, offsets, counts = arrays
-    ends = offsets.tolist()
-    return dict(zip([blob[a:b] for a, b in zip(ends, ends[1:])], counts.tolist()))
+    if len(counts) == 0:
+        return {}
+    if b"\xff" in blob:  # not UTF-8 (say, counts loaded from a file): a slice per word
+        ends = offsets.tolist()
+        words = [blob[a:b] for a, b in zip(ends, ends[1:])]
+    else:  # 0xFF never occurs in UTF-8: put one between the words and let split cut them
+        words = np.insert(np.frombuffer(blob, np.uint8), offsets[1:-1], 0xFF).tobytes() \
+            .split(b"\xff")
+    return dict(zip(words, counts.tolist()))
 
 
 def utf8_offsets(pieces: Sequence[str]) -> tuple[bytes, np.ndarray]:

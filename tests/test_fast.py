@@ -150,3 +150,13 @@ def test_find_all_resumes_past_its_buffer():
     data = b"ab" * 150_000  # more occurrences than one C call returns
     assert find_all(data, b"b").tolist() == list(range(1, len(data), 2))
     assert find_all(data, b"bab").tolist() == list(range(1, len(data) - 2, 4))
+
+
+@pytest.mark.parametrize("words", [
+    [], [b"a"], [b"", b"x", b"", b""], [b" the", b"\xe5\xad\x97", b"\n\n", b"'s"],
+    [b"\xff", b"a\xffb", b"", b"c"],  # not UTF-8: the slicing path
+])
+def test_arrays_to_counts_round_trips(words):
+    from bpe_cffi.units import counts_to_arrays
+    counts = {w: i + 1 for i, w in enumerate(words)}
+    assert arrays_to_counts(counts_to_arrays(counts)) == counts
