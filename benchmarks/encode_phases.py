@@ -8,11 +8,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 import bpe_cffi
 from bpe_cffi import units
-from bpe_cffi._lib import check, ffi, lib
 
 EOT = "<|endoftext|>"
 
@@ -21,27 +18,14 @@ def phases(tok: bpe_cffi.Tokenizer, text: str) -> dict[str, float]:
     t = [time.perf_counter()]
     data = text.encode("utf-8")
     t.append(time.perf_counter())
-    starts, ends, found = tok._byte_specials.spans(data)
-    then_id = np.array([tok._special_id_of_bytes[f] for f in found] + [-1], np.int32)
+    starts, ends, then_id = tok._pieces(data)
     t.append(time.perf_counter())
-    scanned = ffi.new("bpe_units **")
-    check(lib.bpe_units_scan(ffi.from_buffer("uint8_t[]", data), len(data),
-                             ffi.from_buffer("int64_t[]", starts),
-                             ffi.from_buffer("int64_t[]", ends),
-                             ffi.from_buffer("int32_t[]", then_id), len(starts), scanned),
-          "bpe_units_scan")
+    scanned = units.scan_units(data, starts, ends, then_id)
     t.append(time.perf_counter())
-    ids = np.empty(len(data) + len(then_id), np.int32)
-    n_out = ffi.new("int64_t *")
-    classes = units.char_classes()
-    check(lib.bpe_encoder_encode_units(tok._encoder, scanned[0],
-                                       ffi.from_buffer("uint8_t[]", classes), len(classes),
-                                       ffi.from_buffer("int32_t[]", ids), len(ids), n_out),
-          "bpe_encoder_encode_units")
+    ids = units.encode_scanned(tok._encoder, scanned, len(data) + len(then_id))
     t.append(time.perf_counter())
-    ids[:n_out[0]].astype(tok._dtype)
+    ids.astype(tok._dtype)
     t.append(time.perf_counter())
-    lib.bpe_units_free(scanned[0])
     names = ["UTF-8 encode", "find specials", "unit scan (C)",
              "encode distinct units + write ids (C)", "cast to the output dtype"]
     return {n: b - a for n, a, b in zip(names, t, t[1:])}

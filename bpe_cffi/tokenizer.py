@@ -193,11 +193,15 @@ class Tokenizer:
             return [(0, len(data))]
         return plan_bytes(data, self.special_tokens, self.pattern, -(-len(data) // n))
 
+    def _pieces(self, data: bytes | memoryview) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """The special-free pieces of UTF-8 bytes, (starts, ends), and the id of the special
+        after each (-1 after the last)."""
+        starts, ends, found = self._byte_specials.spans(data)
+        return starts, ends, [self._special_id_of_bytes[f] for f in found] + [-1]
+
     def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
         """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
-        starts, ends, found = self._byte_specials.spans(data)
-        then_id = [self._special_id_of_bytes[f] for f in found] + [-1]
-        return encode_units(self._encoder, data, starts, ends, then_id)
+        return encode_units(self._encoder, data, *self._pieces(data))
 
     def encode(self, text: str) -> list[int]:
         return self._encode_array(text).tolist()

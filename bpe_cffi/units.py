@@ -135,15 +135,28 @@ def split_units(units: Counter) -> Counter:
 def encode_units(encoder, text: bytes, starts: Sequence[int], ends: Sequence[int],
                  then_id: Sequence[int]) -> np.ndarray:
     """int32 ids of the UTF-8 pieces text[starts[i]:ends[i]], each followed by the special id
-    then_id[i] (-1: none), through the unit path: one C call, units shared by all pieces."""
+    then_id[i] (-1: none), through the unit path: units shared by all pieces."""
+    # One id per byte and one per special at most.
+    return encode_scanned(encoder, scan_units(text, starts, ends, then_id),
+                          len(text) + len(then_id))
+
+
+def scan_units(text: bytes, starts: Sequence[int], ends: Sequence[int],
+               then_id: Sequence[int]):
+    """The first half of encode_units: the text's units, found and deduplicated in C."""
     out = ffi.new("bpe_units **")
     check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text),
                              _buf("int64_t[]", np.asarray(starts, np.int64)),
                              _buf("int64_t[]", np.asarray(ends, np.int64)),
                              _buf("int32_t[]", np.asarray(then_id, np.int32)), len(starts), out),
           "bpe_units_scan")
-    units = ffi.gc(out[0], lib.bpe_units_free)
-    ids = np.empty(len(text) + len(then_id), np.int32)
+    return ffi.gc(out[0], lib.bpe_units_free)
+
+
+def encode_scanned(encoder, units, max_ids: int) -> np.ndarray:
+    """The second half: each distinct unit encoded once, then the ids of every occurrence
+    (at most max_ids of them)."""
+    ids = np.empty(max_ids, np.int32)
     n_out = ffi.new("int64_t *")
     classes = char_classes()
     check(lib.bpe_encoder_encode_units(encoder, units, _buf("uint8_t[]", classes), len(classes),

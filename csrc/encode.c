@@ -201,12 +201,6 @@ typedef struct {
     int64_t n_ids;
 } cache_slot;
 
-static uint64_t hash_word(const uint8_t *p, int64_t n) {
-    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)n;
-    for (int64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h ^ (h >> 29);
-}
-
 int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_bytes,
                        const int64_t *offsets, int64_t n_words, int32_t *ids, int64_t out_cap,
                        int64_t *n_out) {
@@ -234,7 +228,7 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
             ids[out++] = e->byte_ids[w[0]];
             continue;
         }
-        uint64_t h = hash_word(w, n);
+        uint64_t h = word_table_hash(w, n);
         int64_t slot = (int64_t)(h & (uint64_t)(cap - 1));
         for (; cache[slot].word >= 0; slot = (slot + 1) & (cap - 1)) {
             const cache_slot *c = &cache[slot];

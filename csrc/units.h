@@ -1,4 +1,4 @@
-/* units.h - UTF-8 text -> "units", and GPT-2's pattern on ASCII.
+/* units.h - UTF-8 text -> "units", and GPT-2's pattern in C.
  *
  * A unit is a run of whitespace followed by a run of non-whitespace (the last unit of a text
  * may be whitespace only). With GPT-2's pattern, pre-tokenizing each unit alone gives exactly

@@ -113,10 +113,12 @@ typedef struct {
     int n;
 } word_batch;
 
+/* Adds the queued words to t and empties the batch. */
+int word_batch_flush(word_table *t, word_batch *b);
+
 /* Queues word_table_add_hashed(t, w, len, hash, count); the word's number is written to
  * *seq_out (if not NULL) when the batch is flushed, so seq_out must stay valid until then.
  * The batch flushes itself when full; call word_batch_flush at the end. */
-int word_batch_flush(word_table *t, word_batch *b);
 static inline int word_batch_push(word_table *t, word_batch *b, const uint8_t *w, int64_t len,
                                   uint64_t hash, int64_t count, int32_t *seq_out) {
     if (b->n == WORD_BATCH) {
