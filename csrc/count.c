@@ -41,7 +41,8 @@ int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
     for (int64_t i = 0; i < n_words && rc == BPE_OK; i++) {
         const uint8_t *w = bytes + offsets[i];
         int64_t len = offsets[i + 1] - offsets[i];
-        rc = word_batch_push(&c->table, &batch, w, len, word_table_hash(w, len), counts[i], NULL);
+        rc = word_batch_push(&c->table, &batch, word_key_of(w, len, n_bytes - offsets[i]),
+                             counts[i], NULL);
     }
     return rc == BPE_OK ? word_batch_flush(&c->table, &batch) : rc;
 }
@@ -78,10 +79,11 @@ int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
         const uint8_t *p = t->arena + t->start[seq];
         int64_t k = gpt2_split(p, u->len, classes, ends);
         for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
-            /* A unit that is one pre-token, the usual case, already has that hash. */
-            uint64_t h = k == 1 ? u->hash : word_table_hash(p + from, ends[j] - from);
-            rc = word_batch_push(&words->table, &batch, p + from, ends[j] - from, h, u->count,
-                                 NULL);
+            /* A unit that is one pre-token, the usual case, already has its key. */
+            word_key key = k == 1 ? (word_key){p, u->len, u->head, u->tail, t->hash[seq]}
+                                  : word_key_of(p + from, ends[j] - from,
+                                                   t->n_bytes - (t->start[seq] + from));
+            rc = word_batch_push(&words->table, &batch, key, u->count, NULL);
         }
     }
     if (rc == BPE_OK) rc = word_batch_flush(&words->table, &batch);

@@ -2,6 +2,9 @@
 #include "units.h"
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "bpe.h"
 
@@ -99,17 +102,89 @@ int pieces_in_bounds(int64_t n, const int64_t *starts, const int64_t *ends, int6
     return 1;
 }
 
+/* The index of the lowest set bit of x (not 0). */
+static inline int ctz64(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int k = 0;
+    for (; !(x & 1); x >>= 1) k++;
+    return k;
+#endif
+}
+
+/* Bit k of the result: p[k] is ASCII whitespace, for the 64 bytes at p; *high gets bit k set
+ * when p[k] >= 0x80 (the bits only mean something when *high is 0). SSE2 where the compiler
+ * has it (every x86-64), else a byte loop. */
+static inline uint64_t ascii_space_mask(const uint8_t *p, uint64_t *high) {
+    uint64_t space = 0, top = 0;
+#if defined(__SSE2__)
+    const __m128i tab = _mm_set1_epi8(0x08), cr = _mm_set1_epi8(0x0E), sp = _mm_set1_epi8(0x20);
+    for (int k = 0; k < 4; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
+        /* Signed compares: bytes >= 0x80 are negative, so never in 0x09-0x0D. */
+        __m128i ctrl = _mm_and_si128(_mm_cmpgt_epi8(v, tab), _mm_cmplt_epi8(v, cr));
+        __m128i is_space = _mm_or_si128(ctrl, _mm_cmpeq_epi8(v, sp));
+        space |= (uint64_t)(uint16_t)_mm_movemask_epi8(is_space) << (16 * k);
+        top |= (uint64_t)(uint16_t)_mm_movemask_epi8(v) << (16 * k);
+    }
+#else
+    for (int k = 0; k < 64; k++) {
+        space |= (uint64_t)ascii_space(p[k]) << k;
+        top |= (uint64_t)(p[k] >> 7) << k;
+    }
+#endif
+    *high = top;
+    return space;
+}
+
 int units_add(word_table *t, const uint8_t *text, int64_t n, int32_t *seq, int64_t *n_seq) {
     word_batch batch = {.n = 0}; /* units are hashed and their slots prefetched a batch ahead */
-    int64_t n_out = 0;
-    for (int64_t i = 0, end; i < n; i = end) {
-        end = unit_end(text, n, i);
-        if (end < 0) return BPE_EUTF8;
-        int rc = word_batch_push(t, &batch, text + i, end - i, word_table_hash(text + i, end - i),
-                                 1, seq ? &seq[n_out++] : NULL);
-        if (rc != BPE_OK) return rc;
+    int64_t n_out = 0, start = 0; /* start: where the current unit began */
+    int rc = BPE_OK;
+#define EMIT(end)                                                                               \
+    do {                                                                                        \
+        int64_t e_ = (end);                                                                     \
+        rc = word_batch_push(t, &batch, word_key_of(text + start, e_ - start, n - start), 1, \
+                             seq ? &seq[n_out++] : NULL);                                       \
+        if (rc != BPE_OK) return rc;                                                            \
+        start = e_;                                                                             \
+    } while (0)
+    /* A unit ends at every whitespace character that follows a non-whitespace one. In blocks
+     * of 64 bytes, whitespace is a bit mask (ASCII with SSE2, then each other character
+     * decoded, which checks the UTF-8, and its bytes marked if it is whitespace), and the ends
+     * are read off it with count-trailing-zeros. `after_space`: whether the byte before the
+     * block counts as whitespace; `next_space`, `next_cont`: the bytes of the block's last
+     * character that lie in the next block, if it is whitespace, and all of them. */
+    int64_t base = 0;
+    uint64_t after_space = 1, next_space = 0, next_cont = 0;
+    while (base + 64 <= n) {
+        uint64_t high, space = ascii_space_mask(text + base, &high);
+        space |= next_space;
+        high &= ~next_cont; /* checked with the character they belong to */
+        next_space = next_cont = 0;
+        while (high) {
+            int k = ctz64(high);
+            uint32_t cp;
+            int len = decode_utf8(text, n, base + k, &cp);
+            if (len == 0) return BPE_EUTF8;
+            uint64_t bits = (((uint64_t)1 << len) - 1) << k; /* the part inside this block */
+            if (k + len > 64) next_cont = ((uint64_t)1 << (k + len - 64)) - 1;
+            if (bpe_is_whitespace(cp)) space |= bits, next_space = next_cont;
+            high &= ~bits;
+        }
+        uint64_t ends = space & ~((space << 1) | after_space);
+        after_space = space >> 63;
+        for (; ends; ends &= ends - 1) EMIT(base + (int64_t)ctz64(ends));
+        base += 64;
     }
-    int rc = word_batch_flush(t, &batch);
+    while (start < n) {
+        int64_t end = unit_end(text, n, start);
+        if (end < 0) return BPE_EUTF8;
+        EMIT(end);
+    }
+#undef EMIT
+    rc = word_batch_flush(t, &batch);
     if (rc == BPE_OK && n_seq) *n_seq = n_out;
     return rc;
 }

@@ -16,7 +16,7 @@ static int alloc_slots(word_table *t, int64_t n_slots) {
     for (int64_t i = 0; i < n_slots; i++) slots[i].seq = -1;
     for (int64_t s = 0; s < t->n; s++) { /* move every word, recording its new slot */
         const word_slot *old = &t->slots[t->slot_of[s]];
-        int64_t i = (int64_t)(old->hash & (uint64_t)(n_slots - 1));
+        int64_t i = (int64_t)(t->hash[s] & (uint64_t)(n_slots - 1));
         while (slots[i].seq >= 0) i = (i + 1) & (n_slots - 1);
         slots[i] = *old;
         t->slot_of[s] = i;
@@ -33,8 +33,9 @@ int word_table_init(word_table *t) {
     t->cap_bytes = 16384;
     t->start = malloc((size_t)(t->cap + 1) * sizeof *t->start);
     t->slot_of = malloc((size_t)t->cap * sizeof *t->slot_of);
+    t->hash = malloc((size_t)t->cap * sizeof *t->hash);
     t->arena = malloc((size_t)t->cap_bytes);
-    int rc = (t->start && t->slot_of && t->arena) ? alloc_slots(t, 2048) : BPE_ENOMEM;
+    int rc = (t->start && t->slot_of && t->hash && t->arena) ? alloc_slots(t, 2048) : BPE_ENOMEM;
     if (rc != BPE_OK) {
         word_table_free(t);
         return rc;
@@ -64,6 +65,9 @@ static int reserve(word_table *t, int64_t len) {
         int64_t *slot_of = resize_array(t->slot_of, cap, sizeof *slot_of, &rc);
         if (!slot_of) return rc;
         t->slot_of = slot_of;
+        uint64_t *hash = resize_array(t->hash, cap, sizeof *hash, &rc);
+        if (!hash) return rc;
+        t->hash = hash;
         t->cap = cap;
     }
     uint8_t *a = reserve_array(t->arena, &t->cap_bytes, t->n_bytes + len, 16384, 1, &rc);
@@ -73,41 +77,53 @@ static int reserve(word_table *t, int64_t len) {
     return BPE_OK;
 }
 
-int word_table_add_hashed(word_table *t, const uint8_t *w, int64_t len, uint64_t h,
-                          int64_t count, int64_t *seq) {
-    if (len > INT32_MAX) return BPE_EOVERFLOW;
-    uint64_t prefix = word_table_prefix(w, len);
-    int64_t mask = t->n_slots - 1, i = (int64_t)(h & (uint64_t)mask);
-    for (; t->slots[i].seq >= 0; i = (i + 1) & mask) {
-        word_slot *s = &t->slots[i];
-        if (s->hash != h || s->len != len || s->prefix != prefix) continue;
-        if (len > 8 && memcmp(t->arena + t->start[s->seq] + 8, w + 8, (size_t)(len - 8)) != 0)
-            continue;
-        if (s->count > INT64_MAX - count) return BPE_EOVERFLOW;
-        s->count += count;
-        if (seq) *seq = s->seq;
-        return BPE_OK;
-    }
-    int rc = reserve(t, len);
+/* Inserts the word k, not in the table, at free slot i (found with the current mask). */
+static int insert(word_table *t, const word_key *k, int64_t count, int64_t i, int64_t *seq) {
+    if (k->len > INT32_MAX) return BPE_EOVERFLOW;
+    int64_t mask = t->n_slots - 1;
+    int rc = reserve(t, k->len);
     if (rc != BPE_OK) return rc;
     if (t->n_slots - 1 != mask) { /* the table grew: find the free slot again */
         mask = t->n_slots - 1;
-        for (i = (int64_t)(h & (uint64_t)mask); t->slots[i].seq >= 0; i = (i + 1) & mask) {
+        for (i = (int64_t)(k->hash & (uint64_t)mask); t->slots[i].seq >= 0; i = (i + 1) & mask) {
         }
     }
-    t->slots[i] = (word_slot){h, count, prefix, (int32_t)len, (int32_t)t->n};
-    if (len > 0) memcpy(t->arena + t->n_bytes, w, (size_t)len);
-    t->n_bytes += len;
+    t->slots[i] = (word_slot){k->head, k->tail, count, (int32_t)k->len, (int32_t)t->n};
+    if (k->len > 0) memcpy(t->arena + t->n_bytes, k->ptr, (size_t)k->len);
+    t->n_bytes += k->len;
     t->slot_of[t->n] = i;
+    t->hash[t->n] = k->hash;
     t->start[++t->n] = t->n_bytes;
-    if (seq) *seq = t->n - 1;
+    *seq = t->n - 1;
     return BPE_OK;
+}
+
+static inline int add(word_table *t, const word_key *k, int64_t count, int64_t *seq) {
+    int64_t mask = t->n_slots - 1, i = (int64_t)(k->hash & (uint64_t)mask);
+    for (; t->slots[i].seq >= 0; i = (i + 1) & mask) {
+        word_slot *s = &t->slots[i];
+        if (s->len != k->len || s->head != k->head || s->tail != k->tail) continue;
+        /* Head and tail hold keys of up to 16 bytes; compare the rest of longer ones. */
+        if (k->len > 16 && memcmp(t->arena + t->start[s->seq] + 16, k->ptr + 16,
+                                  (size_t)(k->len - 16)) != 0)
+            continue;
+        if (s->count > INT64_MAX - count) return BPE_EOVERFLOW;
+        s->count += count;
+        *seq = s->seq;
+        return BPE_OK;
+    }
+    return insert(t, k, count, i, seq);
+}
+
+int word_table_add(word_table *t, const word_key *k, int64_t count, int64_t *seq) {
+    int64_t ignored;
+    return add(t, k, count, seq ? seq : &ignored);
 }
 
 int word_batch_flush(word_table *t, word_batch *b) {
     for (int j = 0; j < b->n; j++) {
         int64_t seq;
-        int rc = word_table_add_hashed(t, b->ptr[j], b->len[j], b->hash[j], b->count[j], &seq);
+        int rc = add(t, &b->key[j], b->count[j], &seq);
         if (rc != BPE_OK) return rc;
         if (b->seq_out[j]) *b->seq_out[j] = (int32_t)seq; /* numbers fit an int32 */
     }
@@ -120,5 +136,6 @@ void word_table_free(word_table *t) {
     free(t->arena);
     free(t->start);
     free(t->slot_of);
+    free(t->hash);
     memset(t, 0, sizeof *t);
 }

@@ -83,6 +83,42 @@ def test_units_are_whitespace_then_text(text):
         u.encode("utf-8"): n for u, n in Counter(regex.findall(r"\s*\S+|\s+", text)).items()}
 
 
+def unit_counts(data: bytes) -> dict[bytes, int] | None:
+    """The C unit counts of UTF-8 bytes, or None if the C says they are not UTF-8."""
+    counter = UnitCounter()
+    return arrays_to_counts(counter.export()) if counter.add_units(data, [0], [len(data)]) \
+        else None
+
+
+# Offsets around the 64-byte blocks the scan reads at a time, so a character or a unit edge
+# falls on each side of a block edge and across it.
+EDGES = [p for b in (0, 64, 128) for p in range(max(b - 5, 0), b + 5)]
+
+
+def test_unit_edges_across_blocks():
+    wide = [c for c in ODD if len(c.encode("utf-8")) > 1] + ["\U0001F642\u3000"]
+    wrong = []
+    for pos in EDGES:
+        for lead in ("x", " "):
+            for c in wide:
+                for tail in (" y", "y", "  ", c, c + "z", ""):
+                    text = lead * pos + c + tail + " end" * 20
+                    want = Counter(regex.findall(r"\s*\S+|\s+", text))
+                    got = unit_counts(text.encode("utf-8"))
+                    if got != {u.encode("utf-8"): n for u, n in want.items()}:
+                        wrong.append((pos, lead, c, tail))
+    assert wrong == []
+
+
+@pytest.mark.parametrize("bad", [b"\xff", b"\x80", b"\xc3(", b"\xe2\x80 ", b"\xc0\xaf",
+                                 b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe3\x80"])
+def test_invalid_utf8_found_at_every_block_offset(bad):
+    for pos in EDGES:
+        for lead in (b"x", b" "):
+            assert unit_counts(lead * pos + bad + b" tail" * 30) is None, (pos, lead)
+            assert unit_counts(lead * pos + bad) is None, (pos, lead)  # at the very end
+
+
 @given(text=st.one_of(odd_text, any_text, st.lists(st.sampled_from(ODD + [EOT]), max_size=30)
                       .map("".join)))
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -160,3 +196,21 @@ def test_arrays_to_counts_round_trips(words):
     from bpe_cffi.units import counts_to_arrays
     counts = {w: i + 1 for i, w in enumerate(words)}
     assert arrays_to_counts(counts_to_arrays(counts)) == counts
+
+
+def test_counter_tells_apart_words_alike_in_their_first_bytes():
+    # The table's slots hold a word's first sixteen bytes, zero-padded: words that differ only
+    # past them, only in length or only in trailing zero bytes must stay apart.
+    from bpe_cffi.units import counts_to_arrays
+    words = [b"", b"\x00", b"\x00\x00", b"a", b"a\x00"]
+    for n in (7, 8, 9, 15, 16, 17, 23, 24, 25, 40):
+        base = bytes(range(65, 65 + n))
+        words += [base, base + b"\x00", base[:-1] + b"!", b"!" + base[1:]]
+    # Hundreds alike in all sixteen bytes and the length, so some share a probe chain.
+    words += [b"sixteen bytes..." + bytes([b]) + end for b in range(256) for end in (b"", b"z")]
+    words = list(dict.fromkeys(words))
+    counts = {w: i + 1 for i, w in enumerate(words)}
+    counter = UnitCounter()
+    for _ in range(3):  # again and again, so every word is also found, not only inserted
+        counter.add(*counts_to_arrays(counts))
+    assert arrays_to_counts(counter.export()) == {w: 3 * c for w, c in counts.items()}
