@@ -23,7 +23,7 @@ from .progress import progress_bar
 from .sources import (PathsLike, decode_range, file_size, read_range_bytes, resolve_inputs)
 from .pretokenize import (GPT2_PATTERN, ByteSpecials, compile_pattern, resolve_fast,
                           special_splitter, split_on_specials, unique_specials)
-from .units import (Arrays, Counter as UnitCounter, arrays_to_counts, char_classes,
+from .units import (Arrays, Counter as UnitCounter, char_classes,
                     split_units, utf8_offsets)
 
 
@@ -161,10 +161,11 @@ def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
     allows). client: a dask.distributed Client to count on a cluster instead of a local pool.
     The result depends on none of num_workers, fast or client.
     """
-    arrays, _ = count_words_arrays(input_path, special_tokens, pattern=pattern,
-                                   num_workers=num_workers, fast=fast, client=client,
-                                   progress=progress)
-    return arrays_to_counts(arrays)
+    total, _ = _count(input_path, special_tokens, pattern=pattern, num_workers=num_workers,
+                      fast=fast, client=client, progress=progress)
+    counts = total.to_dict()
+    total.release()
+    return counts
 
 
 def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
@@ -173,6 +174,17 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
                        progress: bool = False) -> tuple[Arrays, CountStats]:
     """count_words as flat arrays (words back to back, offsets, counts), and where the time
     went. The workers' counts are merged in C, so no Python dict of the corpus is built."""
+    total, stats = _count(input_path, special_tokens, pattern=pattern,
+                          num_workers=num_workers, fast=fast, client=client, progress=progress)
+    result = total.export()
+    total.release()
+    return result, stats
+
+
+def _count(input_path: PathsLike, special_tokens: Iterable[str], *, pattern: str,
+           num_workers: int | None, fast: bool | None, client,
+           progress: bool) -> tuple[UnitCounter, CountStats]:
+    """The word counts in a C counter, and where the time went."""
     t_start = time.perf_counter()
     paths = resolve_inputs(input_path)
     specials = tuple(unique_specials(special_tokens))
@@ -189,9 +201,11 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
     if client is not None:  # the same tasks, run by Dask
         from .dask_executor import count_on_dask
         result, stats.bytes_sent = count_on_dask(client, tasks)
+        total = UnitCounter()
+        total.add(*result)
         stats.n_bytes = sum(sizes)
         stats.wall_s = time.perf_counter() - t_start
-        return result, stats
+        return total, stats
     if fast:
         char_classes()  # computed once here, inherited by forked workers
     total = None
@@ -239,7 +253,5 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
                             bar.update(done.value - bar.n)
                     absorb(result)
             bar.update(done.value - bar.n)
-    result = total.export()
-    total.release()
     stats.wall_s = time.perf_counter() - t_start
-    return result, stats
+    return total, stats

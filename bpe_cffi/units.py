@@ -119,6 +119,19 @@ class Counter:
                                _buf("int64_t[]", counts))
         return bytes(blob), offsets, counts
 
+    def to_dict(self) -> dict[bytes, int]:
+        """{word: count}, in insertion order."""
+        n, nb = ffi.new("int64_t *"), ffi.new("int64_t *")
+        lib.bpe_counter_size(self._c, n, nb)
+        if n[0] == 0:
+            return {}
+        joined = bytearray(nb[0] + n[0] - 1)
+        counts = np.empty(n[0], np.int64)
+        if not lib.bpe_counter_export_split(self._c, _buf("uint8_t[]", joined),
+                                            _buf("int64_t[]", counts)):
+            return arrays_to_counts(self.export())  # a word holds 0xFF: not UTF-8
+        return dict(zip(bytes(joined).split(b"\xff"), counts.tolist()))
+
     def release(self) -> None:
         ffi.release(self._c)
 

@@ -102,6 +102,10 @@ int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
 void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes);
 /* Copies the entries out: bytes (n_bytes), offsets (n_words + 1), counts (n_words). */
 void bpe_counter_export(const bpe_counter *c, uint8_t *bytes, int64_t *offsets, int64_t *counts);
+/* Copies the entries out with one 0xFF byte between two words (bytes: n_bytes + n_words - 1),
+ * for a single bytes.split in Python (0xFF never occurs in UTF-8), and the counts. Returns 0,
+ * having written nothing, if a word contains 0xFF. */
+int bpe_counter_export_split(const bpe_counter *c, uint8_t *bytes, int64_t *counts);
 
 /* The units of one text, each distinct one encoded once. */
 typedef struct bpe_units bpe_units;

@@ -102,3 +102,17 @@ void bpe_counter_export(const bpe_counter *c, uint8_t *bytes, int64_t *offsets, 
     for (int64_t s = 0; s <= t->n; s++) offsets[s] = t->start[s]; /* arena is in seq order */
     for (int64_t s = 0; s < t->n; s++) counts[s] = word_table_count(t, s);
 }
+
+int bpe_counter_export_split(const bpe_counter *c, uint8_t *bytes, int64_t *counts) {
+    const word_table *t = &c->table;
+    if (t->n_bytes > 0 && memchr(t->arena, 0xFF, (size_t)t->n_bytes)) return 0;
+    for (int64_t s = 0, at = 0; s < t->n; s++) {
+        int64_t len;
+        const uint8_t *w = word_table_key(t, s, &len);
+        if (s > 0) bytes[at++] = 0xFF;
+        if (len > 0) memcpy(bytes + at, w, (size_t)len);
+        at += len;
+        counts[s] = word_table_count(t, s);
+    }
+    return 1;
+}

@@ -214,3 +214,15 @@ def test_counter_tells_apart_words_alike_in_their_first_bytes():
     for _ in range(3):  # again and again, so every word is also found, not only inserted
         counter.add(*counts_to_arrays(counts))
     assert arrays_to_counts(counter.export()) == {w: 3 * c for w, c in counts.items()}
+
+
+@pytest.mark.parametrize("words", [[], [b"a"], [b"a", b"\xff\xfe", b"b"], [b"\xff"], [b" x", b"yz"]])
+def test_counter_to_dict(words):
+    # count_words' dict comes from one split on 0xFF separators; a word holding 0xFF (never
+    # from UTF-8 text) takes the slicing path instead.
+    from bpe_cffi.units import counts_to_arrays
+    counts = {w: i + 2 for i, w in enumerate(words)}
+    counter = UnitCounter()
+    counter.add(*counts_to_arrays(counts))
+    got = counter.to_dict()
+    assert got == counts and list(got) == words
