@@ -23,6 +23,7 @@
 #include "grow.h"
 #include "pair_map.h"
 #include "pair_queue.h"
+#include "site_pool.h"
 #include "token_table.h"
 
 #define DEFAULT_BUCKET_LIMIT 65536
@@ -51,7 +52,7 @@ typedef struct {
     int64_t len, cap;
     int8_t sorted; /* pos is ascending (merges must walk a word left to right) */
     int8_t dirty;  /* count changed during the current merge */
-    int8_t owned;  /* pos is its own allocation, not a piece of the trainer's site_arena */
+    int8_t owned;  /* pos is from the trainer's site_pool, not a piece of its site_arena */
 } pair_sites;
 
 /* The two pairs a neighbour token x takes part in during the merge of (a, b) into n: on the
@@ -70,6 +71,7 @@ struct bpe_trainer {
     pair_rec *pairs;
     pair_sites *sites;
     int64_t *site_arena; /* the first site lists, all in one block: one malloc, one free */
+    site_pool pool;      /* the lists that outgrow their piece, and new pairs' lists */
     int32_t n_pairs, cap_pairs;
     pair_queue queue;
 
@@ -110,14 +112,14 @@ static int grow_pairs(bpe_trainer *t) {
     return BPE_OK;
 }
 
-static int sites_push(pair_sites *s, int64_t pos) {
-    if (s->len == s->cap) { /* grow; a list still in the arena moves to a block of its own */
-        int64_t cap = grow_capacity(s->cap, s->len + 1, 4);
+static int sites_push(site_pool *pool, pair_sites *s, int64_t pos) {
+    if (s->len == s->cap) { /* grow; a list still in the arena moves to the pool */
+        int64_t cap = site_pool_capacity(s->len + 1);
         if (cap < 0) return BPE_EOVERFLOW;
-        int rc;
-        int64_t *p = resize_array(s->owned ? s->pos : NULL, cap, sizeof *p, &rc);
-        if (!p) return rc;
-        if (!s->owned && s->len > 0) memcpy(p, s->pos, (size_t)s->len * sizeof *p);
+        int64_t *p = site_pool_alloc(pool, cap);
+        if (!p) return BPE_ENOMEM;
+        if (s->len > 0) memcpy(p, s->pos, (size_t)s->len * sizeof *p);
+        if (s->owned) site_pool_release(pool, s->pos, s->cap);
         s->pos = p;
         s->cap = cap;
         s->owned = 1;
@@ -127,8 +129,8 @@ static int sites_push(pair_sites *s, int64_t pos) {
     return BPE_OK;
 }
 
-static void sites_release(pair_sites *s) {
-    if (s->owned) free(s->pos);
+static void sites_release(site_pool *pool, pair_sites *s) {
+    if (s->owned) site_pool_release(pool, s->pos, s->cap);
     s->pos = NULL;
     s->len = s->cap = 0;
     s->sorted = 1;
@@ -177,7 +179,7 @@ static int move_occurrence(bpe_trainer *t, int32_t lost, int32_t gained, int64_t
     t->pairs[lost].count -= w;
     if (t->pairs[lost].count < 0) return BPE_EINTERNAL;
     t->pairs[gained].count += w; /* cannot overflow: bounded by the total checked at start */
-    if ((rc = sites_push(&t->sites[gained], pos)) != BPE_OK) return rc;
+    if ((rc = sites_push(&t->pool, &t->sites[gained], pos)) != BPE_OK) return rc;
     if ((rc = mark_dirty(t, lost)) != BPE_OK) return rc;
     return mark_dirty(t, gained);
 }
@@ -263,7 +265,7 @@ static int lay_out_words(bpe_trainer *t, const uint8_t *bytes, const int64_t *of
 }
 
 /* Counts every adjacent pair, then records its sites in lists sized exactly, cut from one
- * arena (a list that outgrows its piece moves to a block of its own: sites_push). */
+ * arena (a list that outgrows its piece moves to the pool: sites_push). */
 static int count_initial_pairs(bpe_trainer *t) {
     int rc;
     int64_t total = 0; /* every pair count, now and after any merge, is at most this */
@@ -325,9 +327,10 @@ void bpe_trainer_free(bpe_trainer *t) {
     free(t->weight);
     token_table_free(&t->tokens);
     pair_map_free(&t->map);
-    if (t->sites)
+    if (t->sites) /* lists too large for the pool's chunks */
         for (int32_t i = 0; i < t->n_pairs; i++)
-            if (t->sites[i].owned) free(t->sites[i].pos);
+            if (t->sites[i].owned && t->sites[i].cap > SITE_POOL_MAX) free(t->sites[i].pos);
+    site_pool_free(&t->pool);
     free(t->site_arena);
     free(t->sites);
     free(t->pairs);
@@ -399,7 +402,7 @@ static int merge_pair(bpe_trainer *t, int32_t best, int32_t n) {
         if (sym[p].tok != a || !sym[p].fwd || sym[p + sym[p].fwd].tok != b) continue;
         rc = merge_at(t, p, best, a, b, n);
     }
-    if (taken.owned) free(taken.pos);
+    if (taken.owned) site_pool_release(&t->pool, taken.pos, taken.cap);
     reset_memo(t);
     if (rc != BPE_OK) return rc;
 
@@ -409,7 +412,7 @@ static int merge_pair(bpe_trainer *t, int32_t best, int32_t n) {
         if ((rc = pair_queue_update(&t->queue, t->pairs, idx)) != BPE_OK) return rc;
         /* At count 0 every site is stale: drop them. (The pair may gain again later, only
          * when a merge re-spells an existing token; it then starts a fresh list.) */
-        if (t->pairs[idx].count == 0) sites_release(&t->sites[idx]);
+        if (t->pairs[idx].count == 0) sites_release(&t->pool, &t->sites[idx]);
     }
     t->n_dirty = 0;
     /* Every occurrence of (a, b) was merged or overlapped a merged one. */
