@@ -265,32 +265,47 @@ static int lay_out_words(bpe_trainer *t, const uint8_t *bytes, const int64_t *of
 }
 
 /* Counts every adjacent pair, then records its sites in lists sized exactly, cut from one
- * arena (a list that outgrows its piece moves to the pool: sites_push). */
+ * arena (a list that outgrows its piece moves to the pool: sites_push). Every token is still a
+ * byte, so a 256 x 256 table finds a position's pair: the map is asked once per distinct pair,
+ * not once per position. */
 static int count_initial_pairs(bpe_trainer *t) {
     int rc;
     int64_t total = 0; /* every pair count, now and after any merge, is at most this */
     const symbol *sym = t->sym;
     int64_t n_sites = 0;
+    int32_t *byte_pair = malloc(256 * 256 * sizeof *byte_pair); /* pair index, or -1 */
+    if (!byte_pair) return BPE_ENOMEM;
+    memset(byte_pair, 0xFF, 256 * 256 * sizeof *byte_pair);
     for (int64_t p = 0; p < t->n_pos; p++) {
         if (sym[p].tok < 0 || !sym[p].fwd) continue;
-        int32_t idx;
-        if ((rc = pair_index(t, sym[p].tok, sym[p + 1].tok, &idx)) != BPE_OK) return rc;
+        int32_t *idx = &byte_pair[sym[p].tok << 8 | sym[p + 1].tok];
+        if (*idx < 0 && (rc = pair_index(t, sym[p].tok, sym[p + 1].tok, idx)) != BPE_OK) {
+            free(byte_pair);
+            return rc;
+        }
         int64_t w = t->weight[sym[p].word];
-        if (total > INT64_MAX - w) return BPE_EOVERFLOW;
+        if (total > INT64_MAX - w) {
+            free(byte_pair);
+            return BPE_EOVERFLOW;
+        }
         total += w;
-        t->pairs[idx].count += w;
-        t->sites[idx].cap++;
+        t->pairs[*idx].count += w;
+        t->sites[*idx].cap++;
         n_sites++;
     }
     t->site_arena = malloc((size_t)n_sites * sizeof *t->site_arena + 1);
-    if (!t->site_arena) return BPE_ENOMEM;
+    if (!t->site_arena) {
+        free(byte_pair);
+        return BPE_ENOMEM;
+    }
     int64_t *from = t->site_arena;
     for (int32_t i = 0; i < t->n_pairs; from += t->sites[i++].cap) t->sites[i].pos = from;
     for (int64_t p = 0; p < t->n_pos; p++) {
         if (sym[p].tok < 0 || !sym[p].fwd) continue;
-        pair_sites *s = &t->sites[pair_map_get(&t->map, pair_key(sym[p].tok, sym[p + 1].tok))];
+        pair_sites *s = &t->sites[byte_pair[sym[p].tok << 8 | sym[p + 1].tok]];
         s->pos[s->len++] = p; /* ascending by construction */
     }
+    free(byte_pair);
     for (int32_t i = 0; i < t->n_pairs; i++)
         if ((rc = pair_queue_update(&t->queue, t->pairs, i)) != BPE_OK) return rc;
     return BPE_OK;
