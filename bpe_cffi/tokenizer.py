@@ -25,6 +25,8 @@ _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at leas
 # half holds 1.7x the distinct units of its first), and two parts a thread evens that out
 # at the price of a few more units encoded once per part.
 _PARTS_PER_THREAD = 2
+_LIST_FROM_OBJECTS = 512  # ids from which encode builds its list from shared int objects
+_MAX_ID_OBJECTS = 1 << 18  # ... when the ids are below this
 
 
 class Tokenizer:
@@ -64,6 +66,7 @@ class Tokenizer:
         self.vocab_size = max(self.id_to_token, default=-1) + 1
         self._encoder = self._build_encoder()
         self._dtype = np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
+        self._id_objects = None  # encode's shared int objects, made on first use
 
     # ---- construction ----
 
@@ -204,7 +207,14 @@ class Tokenizer:
         return encode_units(self._encoder, data, *self._pieces(data))
 
     def encode(self, text: str) -> list[int]:
-        return self._encode_array(text).tolist()
+        ids = self._encode_array(text)
+        if len(ids) < _LIST_FROM_OBJECTS or self.vocab_size > _MAX_ID_OBJECTS:
+            return ids.tolist()
+        # One int object per id, shared by every occurrence: faster than a new int for each
+        # (realmix: 6.4 M ids in 80 ms instead of 130) and far less memory for the list.
+        if self._id_objects is None:
+            self._id_objects = np.array(range(self.vocab_size), dtype=object)
+        return self._id_objects[ids].tolist()
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """The ids as uint16 when every id fits, else uint32."""

@@ -142,6 +142,16 @@ def test_encode_to_numpy(tok):
     assert big.encode_to_numpy("zz").dtype == np.uint32
 
 
+@pytest.mark.parametrize("top_id", [70_000, 1 << 20])  # shared int objects, or not (too many)
+def test_long_encode_list_equals_the_array(top_id):
+    # A long text's list is built from one int object per id: same values, plain ints.
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {top_id: b"zz"}, [(b"z", b"z")])
+    text = "zz a " * 300  # 1 200 ids
+    ids = tok.encode(text)
+    assert ids == tok.encode_to_numpy(text).tolist() == [top_id, 32, 97, 32] * 300
+    assert all(type(i) is int for i in ids)
+
+
 @pytest.mark.parametrize("batch", [1, 2, 7, 64])
 @given(text=mixed_text, cuts=st.lists(st.integers(0, 400), max_size=8))
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow,
