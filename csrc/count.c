@@ -52,11 +52,11 @@ int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const 
     if (!c || n < 0 || n_pieces < 0 || (n_pieces > 0 && (!text || !starts || !ends)))
         return BPE_EINVAL;
     if (!pieces_in_bounds(n, starts, ends, n_pieces)) return BPE_EINVAL;
-    for (int64_t p = 0; p < n_pieces; p++) {
-        int rc = units_add(&c->table, text + starts[p], ends[p] - starts[p], NULL, NULL);
-        if (rc != BPE_OK) return rc;
-    }
-    return BPE_OK;
+    word_batch batch = {.n = 0};
+    int rc = BPE_OK;
+    for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++)
+        rc = units_add(&c->table, &batch, text + starts[p], ends[p] - starts[p], NULL, NULL);
+    return rc == BPE_OK ? word_batch_flush(&c->table, &batch) : rc;
 }
 
 #define SPLIT_AHEAD 16 /* units whose slot is prefetched ahead of the split */

@@ -257,7 +257,7 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
 struct bpe_units {
     word_table distinct; /* the text's distinct units, in order of first occurrence */
     int32_t *seq;        /* seq[i]: the distinct unit at occurrence i; -1 - id: special id */
-    int64_t n_seq, cap_seq;
+    int64_t n_seq;
 };
 
 void bpe_units_free(bpe_units *u) {
@@ -279,18 +279,21 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
     bpe_units *u = calloc(1, sizeof *u);
     if (!u) return BPE_ENOMEM;
     int rc = word_table_init(&u->distinct);
+    /* Room for the most units the pieces can hold (one per byte) and their specials, taken
+     * at once: the batch holds pointers into seq until it is flushed. */
+    int64_t room = n_pieces;
+    for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++)
+        if ((room += ends[p] - starts[p]) > INT64_MAX / 8) rc = BPE_EOVERFLOW;
+    if (rc == BPE_OK) u->seq = resize_array(NULL, room, sizeof *u->seq, &rc);
+    word_batch batch = {.n = 0};
     for (int64_t p = 0; rc == BPE_OK && p < n_pieces; p++) {
-        /* Room for the most units the piece can hold (one per byte) and its special. */
-        int32_t *seq = reserve_array(u->seq, &u->cap_seq, u->n_seq + ends[p] - starts[p] + 1,
-                                     1024, sizeof *seq, &rc);
-        if (!seq) break;
-        u->seq = seq;
         int64_t added = 0;
-        rc = units_add(&u->distinct, text + starts[p], ends[p] - starts[p], seq + u->n_seq,
-                       &added);
+        rc = units_add(&u->distinct, &batch, text + starts[p], ends[p] - starts[p],
+                       u->seq + u->n_seq, &added);
         u->n_seq += added;
         if (rc == BPE_OK && then_id[p] >= 0) u->seq[u->n_seq++] = -1 - then_id[p];
     }
+    if (rc == BPE_OK) rc = word_batch_flush(&u->distinct, &batch);
     if (rc != BPE_OK) {
         bpe_units_free(u);
         return rc;

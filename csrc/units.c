@@ -50,52 +50,6 @@ static int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
 /* ASCII whitespace per \s: \t \n \v \f \r and space. */
 static inline int ascii_space(uint8_t c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }
 
-/* The end of the run of non-space ASCII (0x21-0x7F) that starts at t[i]. Eight bytes at a
- * time where the compiler lets us count trailing zeros on a little-endian machine: a byte
- * stops the run iff it is below 0x21 or has its top bit set, and ((x - 0x21..21) | x) &
- * 0x80..80 marks exactly such bytes up to and including the first (a borrow in the
- * subtraction only starts at a byte below 0x21, so it can only add marks above the first). */
-static inline int64_t skip_ascii_text(const uint8_t *t, int64_t n, int64_t i) {
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x;
-        memcpy(&x, t + i, 8);
-        uint64_t stop = ((x - 0x2121212121212121ull) | x) & 0x8080808080808080ull;
-        if (stop) return i + (__builtin_ctzll(stop) >> 3);
-    }
-#endif
-    while (i < n && t[i] > 0x20 && t[i] < 0x80) i++;
-    return i;
-}
-
-int64_t unit_end(const uint8_t *t, int64_t n, int64_t start) {
-    int64_t i = start;
-    /* The common case: ASCII letters and punctuation after the whitespace run. */
-    while (i < n && t[i] < 0x80 && ascii_space(t[i])) i++;
-    int64_t text_from = i;
-    i = skip_ascii_text(t, n, i);
-    int seen_text = i > text_from; /* passed the whitespace run */
-    if (i == n || (t[i] < 0x80 && ascii_space(t[i]) && seen_text)) return i;
-    /* Anything else, a character at a time from where the ASCII loops stopped. */
-    while (i < n) {
-        int space, len;
-        if (t[i] < 0x80) {
-            space = ascii_space(t[i]);
-            len = 1;
-        } else {
-            uint32_t cp;
-            len = decode_utf8(t, n, i, &cp);
-            if (len == 0) return -1;
-            space = bpe_is_whitespace(cp);
-        }
-        if (space && seen_text) break; /* non-whitespace -> whitespace: the unit ends */
-        if (!space) seen_text = 1;
-        i += len;
-    }
-    return i;
-}
-
 int pieces_in_bounds(int64_t n, const int64_t *starts, const int64_t *ends, int64_t n_pieces) {
     for (int64_t p = 0; p < n_pieces; p++)
         if (starts[p] < 0 || ends[p] < starts[p] || ends[p] > n) return 0;
@@ -138,28 +92,34 @@ static inline uint64_t ascii_space_mask(const uint8_t *p, uint64_t *high) {
     return space;
 }
 
-int units_add(word_table *t, const uint8_t *text, int64_t n, int32_t *seq, int64_t *n_seq) {
-    word_batch batch = {.n = 0}; /* units are hashed and their slots prefetched a batch ahead */
+int units_add(word_table *t, word_batch *batch, const uint8_t *text, int64_t n, int32_t *seq,
+              int64_t *n_seq) {
     int64_t n_out = 0, start = 0; /* start: where the current unit began */
-    int rc = BPE_OK;
 #define EMIT(end)                                                                               \
     do {                                                                                        \
         int64_t e_ = (end);                                                                     \
-        rc = word_batch_push(t, &batch, word_key_of(text + start, e_ - start, n - start), 1, \
-                             seq ? &seq[n_out++] : NULL);                                       \
-        if (rc != BPE_OK) return rc;                                                            \
+        int rc_ = word_batch_push(t, batch, word_key_of(text + start, e_ - start, n - start), 1, \
+                                  seq ? &seq[n_out++] : NULL);                                  \
+        if (rc_ != BPE_OK) return rc_;                                                          \
         start = e_;                                                                             \
     } while (0)
     /* A unit ends at every whitespace character that follows a non-whitespace one. In blocks
      * of 64 bytes, whitespace is a bit mask (ASCII with SSE2, then each other character
      * decoded, which checks the UTF-8, and its bytes marked if it is whitespace), and the ends
-     * are read off it with count-trailing-zeros. `after_space`: whether the byte before the
+     * are read off it with count-trailing-zeros. The last block is copied and padded with
+     * non-whitespace ASCII, which ends no unit. `after_space`: whether the byte before the
      * block counts as whitespace; `next_space`, `next_cont`: the bytes of the block's last
      * character that lie in the next block, if it is whitespace, and all of them. */
-    int64_t base = 0;
+    uint8_t last[64];
     uint64_t after_space = 1, next_space = 0, next_cont = 0;
-    while (base + 64 <= n) {
-        uint64_t high, space = ascii_space_mask(text + base, &high);
+    for (int64_t base = 0; base < n; base += 64) {
+        const uint8_t *block = text + base;
+        if (n - base < 64) {
+            memset(last, 'x', sizeof last);
+            memcpy(last, block, (size_t)(n - base));
+            block = last;
+        }
+        uint64_t high, space = ascii_space_mask(block, &high);
         space |= next_space;
         high &= ~next_cont; /* checked with the character they belong to */
         next_space = next_cont = 0;
@@ -176,17 +136,11 @@ int units_add(word_table *t, const uint8_t *text, int64_t n, int32_t *seq, int64
         uint64_t ends = space & ~((space << 1) | after_space);
         after_space = space >> 63;
         for (; ends; ends &= ends - 1) EMIT(base + (int64_t)ctz64(ends));
-        base += 64;
     }
-    while (start < n) {
-        int64_t end = unit_end(text, n, start);
-        if (end < 0) return BPE_EUTF8;
-        EMIT(end);
-    }
+    if (start < n) EMIT(n); /* the last unit runs to the end */
 #undef EMIT
-    rc = word_batch_flush(t, &batch);
-    if (rc == BPE_OK && n_seq) *n_seq = n_out;
-    return rc;
+    if (n_seq) *n_seq = n_out;
+    return BPE_OK;
 }
 
 /* ---- GPT-2's pattern ----

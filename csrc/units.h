@@ -14,14 +14,13 @@
 
 #include "word_table.h"
 
-/* The end of the unit that starts at `start` (< n), or -1 if the text there is not valid
- * UTF-8 (overlong forms, surrogates and code points past U+10FFFF are invalid, as in Python). */
-int64_t unit_end(const uint8_t *t, int64_t n, int64_t start);
-
-/* Adds each unit of UTF-8 text to t (count 1 per occurrence) and, if seq is not NULL, writes
- * each occurrence's number there in order (room for n: a unit has at least one byte) and
- * their number to *n_seq. BPE_EUTF8 if the text is invalid. */
-int units_add(word_table *t, const uint8_t *text, int64_t n, int32_t *seq, int64_t *n_seq);
+/* Queues each unit of UTF-8 text for adding to t (count 1 per occurrence) in batch, which the
+ * caller flushes (word_batch_flush) when done: one batch serves many texts, so a short one
+ * does not end with a flush too soon for its prefetches. If seq is not NULL, each
+ * occurrence's number goes there in order (written by the flush; room for n: a unit has at
+ * least one byte) and their number to *n_seq. BPE_EUTF8 if the text is invalid. */
+int units_add(word_table *t, word_batch *batch, const uint8_t *text, int64_t n, int32_t *seq,
+              int64_t *n_seq);
 
 /* Character classes for GPT-2's pattern, one byte per code point (0x110000 entries), computed
  * by the caller from the regex module itself so both agree on the Unicode version. */
