@@ -79,7 +79,7 @@ int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
         const uint8_t *p = t->arena + t->start[seq];
         int64_t k = gpt2_split(p, u->len, classes, ends);
         for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
-            /* A unit that is one pre-token, the usual case, already has its key. */
+            /* A unit that is one pre-token (a quarter of them) already has its key. */
             word_key key = k == 1 ? (word_key){p, u->len, u->head, u->tail, t->hash[seq]}
                                   : word_key_of(p + from, ends[j] - from,
                                                    t->n_bytes - (t->start[seq] + from));

@@ -68,8 +68,8 @@ static inline int ctz64(uint64_t x) {
 }
 
 /* Bit k of the result: p[k] is ASCII whitespace, for the 64 bytes at p; *high gets bit k set
- * when p[k] >= 0x80 (the bits only mean something when *high is 0). SSE2 where the compiler
- * has it (every x86-64), else a byte loop. */
+ * when p[k] >= 0x80, a byte of some other character, which the caller decodes. SSE2 where
+ * the compiler has it (every x86-64), else a byte loop. */
 static inline uint64_t ascii_space_mask(const uint8_t *p, uint64_t *high) {
     uint64_t space = 0, top = 0;
 #if defined(__SSE2__)

@@ -18,7 +18,8 @@
  * caller flushes (word_batch_flush) when done: one batch serves many texts, so a short one
  * does not end with a flush too soon for its prefetches. If seq is not NULL, each
  * occurrence's number goes there in order (written by the flush; room for n: a unit has at
- * least one byte) and their number to *n_seq. BPE_EUTF8 if the text is invalid. */
+ * least one byte) and their number to *n_seq. BPE_EUTF8 if the text is not valid UTF-8
+ * (overlong forms, surrogates and code points past U+10FFFF are invalid, as in Python). */
 int units_add(word_table *t, word_batch *batch, const uint8_t *text, int64_t n, int32_t *seq,
               int64_t *n_seq);
 

@@ -115,11 +115,6 @@ static inline int add(word_table *t, const word_key *k, int64_t count, int64_t *
     return insert(t, k, count, i, seq);
 }
 
-int word_table_add(word_table *t, const word_key *k, int64_t count, int64_t *seq) {
-    int64_t ignored;
-    return add(t, k, count, seq ? seq : &ignored);
-}
-
 int word_batch_flush(word_table *t, word_batch *b) {
     for (int j = 0; j < b->n; j++) {
         int64_t seq;

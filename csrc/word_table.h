@@ -110,9 +110,6 @@ static inline void word_table_prefetch_seq(const word_table *t, int64_t seq) {
     (void)t, (void)seq;
 #endif
 }
-/* Adds count to the word k (from word_key_of), inserting it if new; *seq gets its number
- * (may be NULL). */
-int word_table_add(word_table *t, const word_key *k, int64_t count, int64_t *seq);
 static inline const uint8_t *word_table_key(const word_table *t, int64_t seq, int64_t *len) {
     *len = t->start[seq + 1] - t->start[seq];
     return t->arena + t->start[seq];
@@ -131,9 +128,9 @@ typedef struct {
 /* Adds the queued words to t and empties the batch. */
 int word_batch_flush(word_table *t, word_batch *b);
 
-/* Queues word_table_add(t, &k, count); the word's number is written to *seq_out (if not NULL)
- * when the batch is flushed, so seq_out must stay valid until then. The batch flushes itself
- * when full; call word_batch_flush at the end. */
+/* Queues adding count to the word k (from word_key_of), inserting it if new; the word's
+ * number is written to *seq_out (if not NULL) when the batch is flushed, so seq_out must stay
+ * valid until then. The batch flushes itself when full; call word_batch_flush at the end. */
 static inline int word_batch_push(word_table *t, word_batch *b, word_key k, int64_t count,
                                   int32_t *seq_out) {
     if (b->n == WORD_BATCH) {
