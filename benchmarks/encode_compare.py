@@ -5,12 +5,10 @@ usage: python benchmarks/encode_compare.py CORPUS [--vocab-size 50000] [--repeat
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import bpe_cffi
-
-EOT = "<|endoftext|>"
+from encode_phases import EOT, trained_on_corpus
 
 
 def best(fn, text: str, repeat: int) -> float:
@@ -23,14 +21,8 @@ def best(fn, text: str, repeat: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("corpus")
-    ap.add_argument("--vocab-size", type=int, default=50_000)
-    ap.add_argument("--repeat", type=int, default=5)
-    args = ap.parse_args()
     import tiktoken
-    vocab, merges = bpe_cffi.train_bpe(args.corpus, args.vocab_size, [EOT])
-    text = open(args.corpus, encoding="utf-8").read()
+    args, vocab, merges, text = trained_on_corpus(repeat=5)
     mb = len(text.encode("utf-8")) / 1e6
     enc = tiktoken.Encoding("bench", pat_str=bpe_cffi.GPT2_PATTERN,
                             mergeable_ranks={vocab[i]: i for i in range(256 + len(merges))},

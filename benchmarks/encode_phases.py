@@ -31,15 +31,21 @@ def phases(tok: bpe_cffi.Tokenizer, text: str) -> dict[str, float]:
     return {n: b - a for n, a, b in zip(names, t, t[1:])}
 
 
-def main() -> None:
+def trained_on_corpus(repeat: int):
+    """The command line shared with encode_compare.py: (args, vocab, merges, the corpus text),
+    the vocabulary trained on the corpus itself."""
     ap = argparse.ArgumentParser()
     ap.add_argument("corpus")
     ap.add_argument("--vocab-size", type=int, default=50_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=repeat)
     args = ap.parse_args()
     vocab, merges = bpe_cffi.train_bpe(args.corpus, args.vocab_size, [EOT])
+    return args, vocab, merges, open(args.corpus, encoding="utf-8").read()
+
+
+def main() -> None:
+    args, vocab, merges, text = trained_on_corpus(repeat=3)
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=1)
-    text = open(args.corpus, encoding="utf-8").read()
     runs = [phases(tok, text) for _ in range(args.repeat)]
     for name in runs[0]:
         print(f"{name:40s} {min(r[name] for r in runs):.3f} s")
