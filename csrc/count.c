@@ -59,36 +59,12 @@ int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const 
     return rc == BPE_OK ? word_batch_flush(&c->table, &batch) : rc;
 }
 
-#define SPLIT_AHEAD 16 /* units whose slot is prefetched ahead of the split */
-
 int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
                             int64_t n_classes, bpe_counter *words) {
     if (!units || !words || !classes || n_classes != N_CODE_POINTS) return BPE_EINVAL;
-    const word_table *t = &units->table;
-    int64_t *ends = malloc((size_t)word_table_longest(t) * sizeof *ends);
-    if (!ends) return BPE_ENOMEM;
-    word_batch batch = {.n = 0};
     /* Fewer distinct pre-tokens than units, as a rule: size the table once. */
-    int rc = word_table_reserve(&words->table, words->table.n + t->n);
-    /* Insertion order: frequent units come early, so frequent pre-tokens do too, and the
-     * trainer lays words out in this order, where packing the hot ones together pays. */
-    for (int64_t seq = 0; seq < t->n && rc == BPE_OK; seq++) {
-        /* The units' slots are scattered over a large table: ask for them well ahead. */
-        if (seq + SPLIT_AHEAD < t->n) word_table_prefetch_seq(t, seq + SPLIT_AHEAD);
-        const word_slot *u = &t->slots[t->slot_of[seq]];
-        const uint8_t *p = t->arena + t->start[seq];
-        int64_t k = gpt2_split(p, u->len, classes, ends);
-        for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
-            /* A unit that is one pre-token (a quarter of them) already has its key. */
-            word_key key = k == 1 ? (word_key){p, u->len, u->head, u->tail, t->hash[seq]}
-                                  : word_key_of(p + from, ends[j] - from,
-                                                   t->n_bytes - (t->start[seq] + from));
-            rc = word_batch_push(&words->table, &batch, key, u->count, NULL);
-        }
-    }
-    if (rc == BPE_OK) rc = word_batch_flush(&words->table, &batch);
-    free(ends);
-    return rc;
+    int rc = word_table_reserve(&words->table, words->table.n + units->table.n);
+    return rc == BPE_OK ? units_split(&units->table, classes, &words->table, NULL, NULL) : rc;
 }
 
 void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes) {

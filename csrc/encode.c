@@ -325,24 +325,8 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
     rc = word_table_reserve(&pieces, t->n / 2); /* grown once at most, as a rule */
     int64_t *first_piece = malloc((size_t)(t->n + 1) * sizeof *first_piece);
     int32_t *piece_at = malloc((size_t)t->n_bytes * sizeof *piece_at + 1); /* <= one per byte */
-    int64_t *ends = malloc((size_t)word_table_longest(t) * sizeof *ends);
-    if (!first_piece || !piece_at || !ends) rc = BPE_ENOMEM;
-    word_batch batch = {.n = 0};
-    int64_t n_at = 0;
-    for (int64_t d = 0; rc == BPE_OK && d < t->n; d++) {
-        int64_t len;
-        const uint8_t *p = word_table_key(t, d, &len);
-        int64_t k = gpt2_split(p, len, classes, ends);
-        first_piece[d] = n_at;
-        for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++])
-            rc = word_batch_push(&pieces, &batch,
-                                 word_key_of(p + from, ends[j] - from,
-                                             t->n_bytes - (t->start[d] + from)),
-                                 1, &piece_at[n_at++]);
-    }
-    if (rc == BPE_OK) rc = word_batch_flush(&pieces, &batch);
-    if (rc == BPE_OK) first_piece[t->n] = n_at;
-    free(ends);
+    if (!first_piece || !piece_at) rc = BPE_ENOMEM;
+    if (rc == BPE_OK) rc = units_split(t, classes, &pieces, piece_at, first_piece);
 
     /* Each distinct piece's ids, back to back: at most one id per byte. */
     int64_t *piece_start = malloc((size_t)(pieces.n + 1) * sizeof *piece_start);

@@ -1,6 +1,7 @@
 /* units.c - see units.h. */
 #include "units.h"
 
+#include <stdlib.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -205,4 +206,38 @@ int64_t gpt2_split(const uint8_t *t, int64_t n, const uint8_t *classes, int64_t 
         ends[count++] = i;
     }
     return count;
+}
+
+#define SPLIT_AHEAD 16 /* units whose slot is prefetched ahead of the split */
+
+int units_split(const word_table *units, const uint8_t *classes, word_table *words,
+                int32_t *piece_seq, int64_t *first_piece) {
+    const word_table *t = units;
+    int64_t *ends = malloc((size_t)word_table_longest(t) * sizeof *ends);
+    if (!ends) return BPE_ENOMEM;
+    word_batch batch = {.n = 0};
+    int64_t n_pieces = 0;
+    int rc = BPE_OK;
+    /* Insertion order: frequent units come early, so frequent pre-tokens do too, and the
+     * trainer lays words out in this order, where packing the hot ones together pays. */
+    for (int64_t seq = 0; seq < t->n && rc == BPE_OK; seq++) {
+        /* The units' slots are scattered over a large table: ask for them well ahead. */
+        if (seq + SPLIT_AHEAD < t->n) word_table_prefetch_seq(t, seq + SPLIT_AHEAD);
+        const word_slot *u = &t->slots[t->slot_of[seq]];
+        const uint8_t *p = t->arena + t->start[seq];
+        int64_t k = gpt2_split(p, u->len, classes, ends);
+        if (first_piece) first_piece[seq] = n_pieces;
+        for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
+            /* A unit that is one pre-token (a quarter of them) already has its key. */
+            word_key key = k == 1 ? (word_key){p, u->len, u->head, u->tail, t->hash[seq]}
+                                  : word_key_of(p + from, ends[j] - from,
+                                                t->n_bytes - (t->start[seq] + from));
+            rc = word_batch_push(words, &batch, key, u->count,
+                                 piece_seq ? &piece_seq[n_pieces++] : NULL);
+        }
+    }
+    if (rc == BPE_OK) rc = word_batch_flush(words, &batch);
+    if (rc == BPE_OK && first_piece) first_piece[t->n] = n_pieces;
+    free(ends);
+    return rc;
 }

@@ -36,4 +36,11 @@ int pieces_in_bounds(int64_t n, const int64_t *starts, const int64_t *ends, int6
  * read a byte at a time as "other" (never out of bounds), but callers pass valid text. */
 int64_t gpt2_split(const uint8_t *t, int64_t n, const uint8_t *classes, int64_t *ends);
 
+/* Adds to `words` the pre-tokens (gpt2_split) of every word of `units`, each counted as often
+ * as its unit. If piece_seq is not NULL, the number in `words` of each pre-token goes there in
+ * order (room for units->n_bytes: at most one per byte), and first_piece[u] (room for n + 1)
+ * says where unit u's begin. Both the counter and the encoder split their distinct units so. */
+int units_split(const word_table *units, const uint8_t *classes, word_table *words,
+                int32_t *piece_seq, int64_t *first_piece);
+
 #endif
