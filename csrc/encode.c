@@ -81,22 +81,40 @@ void bpe_encoder_free(bpe_encoder *e) {
 
 /* ---- short words: array, rescan for the lowest rank ---- */
 
-static int64_t encode_short(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_t *ids) {
-    int32_t rank[SHORT_WORD]; /* rank[i]: rank of (ids[i], ids[i+1]) */
+/* Moves a[from + 1 .. n) down one place, four at a time through a 16-byte temporary: the
+ * loads of each step read past what the step before it wrote. The arrays have room for
+ * SHORT_WORD + 3 items, so a last step that reads past n stays inside them. Not memmove:
+ * these moves are a few items long and a library call costs more than the move. */
+static inline void shift_down(int32_t *a, int64_t from, int64_t n) {
+    for (int64_t j = from; j < n - 1; j += 4) {
+        int32_t tmp[4];
+        memcpy(tmp, a + j + 1, sizeof tmp);
+        memcpy(a + j, tmp, sizeof tmp);
+    }
+}
+
+static int64_t encode_short(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_t *out) {
+    int32_t ids[SHORT_WORD + 3];
+    int32_t rank[SHORT_WORD + 3]; /* rank[i]: rank of (ids[i], ids[i+1]) */
     for (int64_t i = 0; i < n; i++) ids[i] = e->byte_ids[w[i]];
     for (int64_t i = 0; i + 1 < n; i++) rank[i] = e->byte_pair_rank[w[i] << 8 | w[i + 1]];
     while (n > 1) {
         int64_t best = 0;
-        for (int64_t i = 1; i + 1 < n; i++)
-            if (rank[i] < rank[best]) best = i; /* strict: leftmost among equals */
-        if (rank[best] == NO_RANK) break;
-        ids[best] = e->merged[rank[best]];
-        memmove(&ids[best + 1], &ids[best + 2], (size_t)(n - best - 2) * sizeof *ids);
-        memmove(&rank[best + 1], &rank[best + 2], (size_t)(n - best - 3 > 0 ? n - best - 3 : 0) * sizeof *rank);
+        int32_t low = rank[0];
+        for (int64_t i = 1; i + 1 < n; i++) {
+            int32_t r = rank[i];
+            best = r < low ? i : best; /* strict: leftmost among equals */
+            low = r < low ? r : low;
+        }
+        if (low == NO_RANK) break;
+        ids[best] = e->merged[low];
+        shift_down(ids, best + 1, n);
+        shift_down(rank, best + 1, n - 1);
         n--;
         if (best > 0) rank[best - 1] = rank_of(e, ids[best - 1], ids[best]);
         if (best + 1 < n) rank[best] = rank_of(e, ids[best], ids[best + 1]);
     }
+    memcpy(out, ids, (size_t)n * sizeof *ids);
     return n;
 }
 

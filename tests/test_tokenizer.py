@@ -132,6 +132,14 @@ def test_long_pretoken_uses_heap_path(tok, trained):
         assert tok.encode(text) == reference.encode(text, *trained, [EOT])
 
 
+def test_pretokens_up_to_the_short_path_limit(tok, trained):
+    # Up to 128 bytes a pre-token is merged in a fixed array whose moves read a few items past
+    # the word (csrc/encode.c, shift_down): every length up to the limit and one past it.
+    for n in range(1, 131):
+        for word in [("thereafter" * 13)[:n], ("й" * 65).encode()[:n].decode(errors="ignore")]:
+            assert tok.encode(word) == reference.encode(word, *trained, [EOT]), n
+
+
 # ---- numpy, files, iterables --------------------------------------------------------------
 
 def test_encode_to_numpy(tok):
