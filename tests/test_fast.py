@@ -139,6 +139,29 @@ def test_count_words_fast_equals_plain_on_real_text(realmix_head, tmp_path, work
     assert fast == bpe_cffi.count_words(path, [EOT], fast=False, num_workers=1)
 
 
+def test_default_workers_on_the_fast_path(realmix_head, tmp_path, monkeypatch):
+    # num_workers=None starts one process per FAST_BYTES_PER_WORKER of input (up to one per
+    # core): a small input is counted without a pool, a larger one with one.
+    from bpe_cffi import counting
+    path = tmp_path / "real.txt"
+    path.write_text(realmix_head, encoding="utf-8")
+    want = bpe_cffi.count_words(path, [EOT], fast=False, num_workers=1)
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a process pool was started")
+
+    with monkeypatch.context() as m:
+        m.setattr(counting, "process_pool", no_pool)
+        assert bpe_cffi.count_words(path, [EOT]) == want
+        with pytest.raises(AssertionError, match="pool was started"):
+            bpe_cffi.count_words(path, [EOT], num_workers=2)  # asked for: obeyed
+        m.setattr(counting, "FAST_BYTES_PER_WORKER", 1 << 16)
+        m.setattr(counting.os, "cpu_count", lambda: 2)
+        with pytest.raises(AssertionError, match="pool was started"):
+            bpe_cffi.count_words(path, [EOT])
+    assert bpe_cffi.count_words(path, [EOT], fast=True) == want
+
+
 def test_chunk_edges_with_trailing_whitespace(tmp_path):
     # Whitespace at chunk edges and at the end of the file, odd spaces everywhere.
     text = "".join(f"w{i}\u3000 \u0085x{i}  \n\t" + ("\u2028" if i % 3 else EOT)
