@@ -28,11 +28,13 @@ from .units import (Arrays, Counter as UnitCounter, char_classes,
 
 
 # With num_workers=None, the fast path starts one worker per this many bytes of input (up to
-# one per core). A worker costs a process start, sending its counts back and merging them,
-# ~30-40 ms on the 2-core machine of the README, while the fast path counts ~4 ms/MB: there
-# realmix (27 MB) trains 7% faster on one process than on two, 40 MB breaks even, 80 MB is
-# 10% faster on two. The plain regex path (~8 MB/s) takes one worker per core.
-FAST_BYTES_PER_WORKER = 48 << 20
+# one per core). A worker costs a process start (a fork: the larger the parent, the dearer),
+# sending its counts back and merging them, while the fast path counts ~4 ms/MB. On the
+# 2-core machine of the README, in a process that has been running (pytest-benchmark, a
+# notebook): realmix (27 MB) trains in 0.403 s on one process against 0.431 s on two, 40 MB
+# breaks even, 80 MB is 10% faster on two; in a fresh process realmix is even (medians 0.46 s).
+# The plain regex path (~8 MB/s) takes one worker per core.
+FAST_BYTES_PER_WORKER = 32 << 20
 
 
 @functools.lru_cache(maxsize=8)
