@@ -201,10 +201,10 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], *, pattern: str
     compile_pattern(pattern)  # fail here, in the caller, on a bad pattern
     fast = resolve_fast(fast, pattern)
     workers = resolve_workers(num_workers)
-    sizes = [file_size(p) for p in paths]
+    total_size = sum(file_size(p) for p in paths)
     if num_workers is None and fast:
-        workers = min(workers, -(-sum(sizes) // FAST_BYTES_PER_WORKER) or 1)
-    target = chunk_target(sum(sizes), workers)
+        workers = min(workers, -(-total_size // FAST_BYTES_PER_WORKER) or 1)
+    target = chunk_target(total_size, workers)
     tasks = [(p, a, b, pattern, specials, fast)
              for p in paths for a, b in plan_chunks(p, specials, pattern, target)]
 
@@ -215,13 +215,13 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], *, pattern: str
         result, stats.bytes_sent = count_on_dask(client, tasks)
         total = UnitCounter()
         total.add(*result)
-        stats.n_bytes = sum(sizes)
+        stats.n_bytes = total_size
         stats.wall_s = time.perf_counter() - t_start
         return total, stats
     if fast:
         char_classes()  # computed once here, inherited by forked workers
     total = None
-    with progress_bar(progress, total=sum(sizes), unit="B", unit_scale=True,
+    with progress_bar(progress, total=total_size, unit="B", unit_scale=True,
                       desc="pre-tokenize") as bar:
         def take(stats_of_result):
             n_bytes, read_s, tok_s = stats_of_result
