@@ -1,5 +1,6 @@
 """Encoding benchmarks: bpe_cffi against tiktoken and Hugging Face tokenizers with the same
-ranks (a 50 000-token vocabulary trained on the benchmark corpus), identical ids checked.
+ranks (a 50 000-token vocabulary trained on the benchmark corpus), identical ids checked: the
+whole corpus as one text, and 2 000 short texts one call each (the per-call cost).
 
     pytest benchmarks/test_encoding_speed.py --benchmark-only
 """
@@ -42,12 +43,43 @@ def test_encode_bpe_cffi_numpy(benchmark, setup, threads):
 def test_encode_tiktoken(benchmark, setup):
     tiktoken = pytest.importorskip("tiktoken")
     vocab, merges, text, _, want = setup
-    enc = tiktoken.Encoding("bench", pat_str=bpe_cffi.GPT2_PATTERN,
-                            mergeable_ranks={vocab[i]: i for i in range(256 + len(merges))},
-                            special_tokens={EOT: 256 + len(merges)})
+    enc = tiktoken_encoding(tiktoken, vocab, merges)
     ids = benchmark.pedantic(enc.encode, args=(text,), kwargs={"allowed_special": "all"},
                              rounds=3, iterations=1)
     assert ids == want
+
+
+def tiktoken_encoding(tiktoken, vocab, merges):
+    return tiktoken.Encoding("bench", pat_str=bpe_cffi.GPT2_PATTERN,
+                             mergeable_ranks={vocab[i]: i for i in range(256 + len(merges))},
+                             special_tokens={EOT: 256 + len(merges)})
+
+
+def short_texts(text: str, size: int) -> list[str]:
+    return [text[i * size:(i + 1) * size] for i in range(2000)]
+
+
+@pytest.mark.benchmark(group="encode-short")
+@pytest.mark.parametrize("size", [100, 2000])  # characters per text
+def test_encode_short_bpe_cffi(benchmark, setup, size):
+    vocab, merges, text, _, _ = setup
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
+    docs = short_texts(text, size)
+    result = benchmark.pedantic(lambda: [tok.encode(d) for d in docs], rounds=5, iterations=1)
+    assert sum(map(len, result)) > len(docs)  # the ids are compared in the tiktoken test
+
+
+@pytest.mark.benchmark(group="encode-short")
+@pytest.mark.parametrize("size", [100, 2000])
+def test_encode_short_tiktoken(benchmark, setup, size):
+    tiktoken = pytest.importorskip("tiktoken")
+    vocab, merges, text, _, _ = setup
+    enc = tiktoken_encoding(tiktoken, vocab, merges)
+    docs = short_texts(text, size)
+    result = benchmark.pedantic(lambda: [enc.encode(d, allowed_special="all") for d in docs],
+                                rounds=5, iterations=1)
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
+    assert result == [tok.encode(d) for d in docs]
 
 
 @pytest.mark.benchmark(group="encode")

@@ -65,6 +65,8 @@ class Tokenizer:
         self.merges = [tuple(m) for m in merges]
         self.vocab_size = max(self.id_to_token, default=-1) + 1
         self._encoder = self._build_encoder()
+        # Only a vocabulary without a token for some byte can give an id of -1 to look for.
+        self._missing_bytes = any(bytes([b]) not in self.token_to_id for b in range(256))
         self._dtype = np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
         self._id_objects = None  # encode's shared int objects, made on first use
 
@@ -176,7 +178,7 @@ class Tokenizer:
             parts = [np.array([self.special_ids[piece]], np.int32) if is_special
                      else self._encode_plain(piece)
                      for piece, is_special in split_on_specials(text, self._splitter)]
-        if any(len(p) and p.min() < 0 for p in parts):  # a vocabulary missing some bytes
+        if self._missing_bytes and any(len(p) and p.min() < 0 for p in parts):
             missing = sorted({b for b in text.encode("utf-8")
                               if bytes([b]) not in self.token_to_id})
             raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "

@@ -14,7 +14,7 @@ int bpe_counter_new(bpe_counter **out) {
     if (!out) return BPE_EINVAL;
     *out = calloc(1, sizeof **out);
     if (!*out) return BPE_ENOMEM;
-    int rc = word_table_init(&(*out)->table);
+    int rc = word_table_init(&(*out)->table, 0);
     if (rc != BPE_OK) {
         free(*out);
         *out = NULL;

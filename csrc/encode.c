@@ -296,12 +296,13 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
     *out = NULL;
     bpe_units *u = calloc(1, sizeof *u);
     if (!u) return BPE_ENOMEM;
-    int rc = word_table_init(&u->distinct);
     /* Room for the most units the pieces can hold (one per byte) and their specials, taken
      * at once: the batch holds pointers into seq until it is flushed. */
+    int rc = BPE_OK;
     int64_t room = n_pieces;
     for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++)
         if ((room += ends[p] - starts[p]) > INT64_MAX / 8) rc = BPE_EOVERFLOW;
+    if (rc == BPE_OK) rc = word_table_init(&u->distinct, room);
     if (rc == BPE_OK) u->seq = resize_array(NULL, room, sizeof *u->seq, &rc);
     word_batch batch = {.n = 0};
     for (int64_t p = 0; rc == BPE_OK && p < n_pieces; p++) {
@@ -338,7 +339,7 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
      * units are split and their pieces numbered in a table, then each piece is encoded, then
      * each unit's ids are its pieces' ids. */
     word_table pieces;
-    int rc = word_table_init(&pieces);
+    int rc = word_table_init(&pieces, t->n_bytes); /* a pre-token is at least a byte */
     if (rc != BPE_OK) return rc;
     rc = word_table_reserve(&pieces, t->n / 2); /* grown once at most, as a rule */
     int64_t *first_piece = malloc((size_t)(t->n + 1) * sizeof *first_piece);

@@ -27,15 +27,18 @@ static int alloc_slots(word_table *t, int64_t n_slots) {
     return BPE_OK;
 }
 
-int word_table_init(word_table *t) {
+int word_table_init(word_table *t, int64_t most) {
     memset(t, 0, sizeof *t);
-    t->cap = 1024;
-    t->cap_bytes = 16384;
+    /* A short text's tables are made on every call: start them no larger than it can fill. */
+    int64_t n_slots = 2048;
+    while (most > 0 && n_slots > 64 && n_slots / 2 >= 2 * most) n_slots /= 2;
+    t->cap = n_slots / 2;
+    t->cap_bytes = 8 * n_slots;
     t->start = malloc((size_t)(t->cap + 1) * sizeof *t->start);
     t->slot_of = malloc((size_t)t->cap * sizeof *t->slot_of);
     t->hash = malloc((size_t)t->cap * sizeof *t->hash);
     t->arena = malloc((size_t)t->cap_bytes);
-    int rc = (t->start && t->slot_of && t->hash && t->arena) ? alloc_slots(t, 2048) : BPE_ENOMEM;
+    int rc = (t->start && t->slot_of && t->hash && t->arena) ? alloc_slots(t, n_slots) : BPE_ENOMEM;
     if (rc != BPE_OK) {
         word_table_free(t);
         return rc;

@@ -33,7 +33,8 @@ typedef struct {
     int64_t n, cap;
 } word_table;
 
-int word_table_init(word_table *t);
+/* most: the most words the caller can add, when it knows (a bound, not a reservation), or 0. */
+int word_table_init(word_table *t, int64_t most);
 /* Makes room for about n words in all, so that filling the table does not rehash it. */
 int word_table_reserve(word_table *t, int64_t n);
 /* Words are added in two steps, key then insert, so that a caller adding many can hash a
