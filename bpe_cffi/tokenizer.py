@@ -17,7 +17,7 @@ from .progress import progress_bar
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compile_pattern,
                           resolve_fast, special_splitter, split_on_specials, unique_specials)
-from .units import encode_units, utf8_offsets
+from .units import encode_text, encode_units, utf8_offsets
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
 _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at least this long
@@ -206,6 +206,8 @@ class Tokenizer:
 
     def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
         """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
+        if isinstance(data, bytes) and not any(s in data for s in self._special_id_of_bytes):
+            return encode_text(self._encoder, data)  # one piece: the short way
         return encode_units(self._encoder, data, *self._pieces(data))
 
     def encode(self, text: str) -> list[int]:

@@ -16,6 +16,7 @@ import regex
 from ._lib import check, ffi, lib
 
 Arrays = tuple[bytes, np.ndarray, np.ndarray]  # (bytes back to back, int64 offsets, int64 counts)
+N_CODE_POINTS = 0x110000  # entries of the character-class table (csrc/units.h)
 
 
 def counts_to_arrays(counts: Mapping[bytes, int]) -> Arrays:
@@ -76,8 +77,9 @@ def _buf(dtype: str, data):
 def char_classes() -> np.ndarray:
     """One byte per code point: 0 \\p{L}, 1 \\p{N}, 2 \\s, 3 other, as the regex module sees
     them (about 25 ms, once per process)."""
-    every = np.arange(0x110000, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
-    classes = np.full(0x110000, 3, np.uint8)
+    every = np.arange(N_CODE_POINTS, dtype=np.uint32).tobytes().decode("utf-32-le",
+                                                                        "surrogatepass")
+    classes = np.full(N_CODE_POINTS, 3, np.uint8)
     for cls, pattern in ((0, r"\p{L}+"), (1, r"\p{N}+"), (2, r"\s+")):
         for m in regex.finditer(pattern, every):
             classes[m.start():m.end()] = cls
@@ -139,9 +141,8 @@ class Counter:
 def split_units(units: Counter) -> Counter:
     """{pre-token: count} in a new C counter, from {unit: count}."""
     words = Counter()
-    classes = char_classes()
-    check(lib.bpe_counter_split_units(units._c, _buf("uint8_t[]", classes), len(classes),
-                                      words._c), "bpe_counter_split_units")
+    check(lib.bpe_counter_split_units(units._c, _classes_buf(), N_CODE_POINTS, words._c),
+          "bpe_counter_split_units")
     return words
 
 
@@ -154,26 +155,47 @@ def encode_units(encoder, text: bytes, starts: Sequence[int], ends: Sequence[int
                           len(text) + len(then_id))
 
 
+_WHOLE_TEXT = ffi.new("int64_t[1]", [0]), ffi.new("int32_t[1]", [-1])  # read-only in C
+
+
+def encode_text(encoder, text: bytes) -> np.ndarray:
+    """encode_units for a text that holds no special token (one piece), with the least glue:
+    for a short text the per-call cost is most of the time."""
+    start, no_special = _WHOLE_TEXT
+    units = _scan(text, start, ffi.new("int64_t[1]", [len(text)]), no_special, 1)
+    return encode_scanned(encoder, units, len(text) + 1)
+
+
 def scan_units(text: bytes, starts: Sequence[int], ends: Sequence[int],
                then_id: Sequence[int]):
-    """The first half of encode_units: the text's units, found and deduplicated in C."""
+    """The first half of encode_units: the text's units, found and deduplicated in C. Pass
+    them to encode_scanned, which frees them."""
+    return _scan(text, _buf("int64_t[]", np.asarray(starts, np.int64)),
+                 _buf("int64_t[]", np.asarray(ends, np.int64)),
+                 _buf("int32_t[]", np.asarray(then_id, np.int32)), len(starts))
+
+
+def _scan(text, starts, ends, then_id, n_pieces: int):
     out = ffi.new("bpe_units **")
-    check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text),
-                             _buf("int64_t[]", np.asarray(starts, np.int64)),
-                             _buf("int64_t[]", np.asarray(ends, np.int64)),
-                             _buf("int32_t[]", np.asarray(then_id, np.int32)), len(starts), out),
-          "bpe_units_scan")
-    return ffi.gc(out[0], lib.bpe_units_free)
+    check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text), starts, ends, then_id,
+                             n_pieces, out), "bpe_units_scan")
+    return out[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _classes_buf():
+    return ffi.from_buffer("uint8_t[]", char_classes())  # keeps the array alive
 
 
 def encode_scanned(encoder, units, max_ids: int) -> np.ndarray:
     """The second half: each distinct unit encoded once, then the ids of every occurrence
-    (at most max_ids of them)."""
-    ids = np.empty(max_ids, np.int32)
-    n_out = ffi.new("int64_t *")
-    classes = char_classes()
-    check(lib.bpe_encoder_encode_units(encoder, units, _buf("uint8_t[]", classes), len(classes),
-                                       _buf("int32_t[]", ids), len(ids), n_out),
-          "bpe_encoder_encode_units")
-    ffi.release(units)
+    (at most max_ids of them). Frees units, whatever happens."""
+    try:
+        ids = np.empty(max_ids, np.int32)
+        n_out = ffi.new("int64_t *")
+        check(lib.bpe_encoder_encode_units(encoder, units, _classes_buf(), N_CODE_POINTS,
+                                           _buf("int32_t[]", ids), len(ids), n_out),
+              "bpe_encoder_encode_units")
+    finally:
+        lib.bpe_units_free(units)
     return ids[:n_out[0]]
