@@ -6,6 +6,7 @@ _ERRORS = {
     lib.BPE_EINVAL: (ValueError, "invalid arguments"),
     lib.BPE_EOVERFLOW: (OverflowError, "a count or size does not fit in 64 bits"),
     lib.BPE_EINTERNAL: (RuntimeError, "internal error (a bug in bpe_cffi; please report it)"),
+    lib.BPE_EUTF8: (ValueError, "the text is not valid UTF-8"),
 }
 
 

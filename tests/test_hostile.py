@@ -205,6 +205,19 @@ def test_units_and_counters_reject_bad_pieces():
     lib.bpe_counter_free(counter)
 
 
+def test_every_error_code_has_a_clear_exception():
+    from bpe_cffi._lib import check
+    codes = {name: getattr(lib, name) for name in dir(lib) if name.startswith("BPE_E")}
+    assert "BPE_EUTF8" in codes
+    for name, code in codes.items():
+        with pytest.raises(Exception) as info:
+            check(code, "call")
+        assert "unknown error code" not in str(info.value), name
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        bpe_cffi.units.encode_units(bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)},
+                                                       [])._encoder, b"a\xffc", [0], [3], [-1])
+
+
 # ---- processes and signals -----------------------------------------------------------------
 
 CHILD = textwrap.dedent("""
