@@ -187,14 +187,18 @@ def _classes_buf():
     return ffi.from_buffer("uint8_t[]", char_classes())  # keeps the array alive
 
 
-def encode_scanned(encoder, units, max_ids: int) -> np.ndarray:
+def encode_scanned(encoder, units, max_ids: int, piece_ends: np.ndarray | None = None
+                   ) -> np.ndarray:
     """The second half: each distinct unit encoded once, then the ids of every occurrence
-    (at most max_ids of them). Frees units, whatever happens."""
+    (at most max_ids of them). If piece_ends is given (int64, one per piece scanned), it
+    receives the number of ids up to the end of each piece and its special. Frees units,
+    whatever happens."""
     try:
         ids = np.empty(max_ids, np.int32)
         n_out = ffi.new("int64_t *")
+        ends = ffi.NULL if piece_ends is None else _buf("int64_t[]", piece_ends)
         check(lib.bpe_encoder_encode_units(encoder, units, _classes_buf(), N_CODE_POINTS,
-                                           _buf("int32_t[]", ids), len(ids), n_out),
+                                           _buf("int32_t[]", ids), len(ids), n_out, ends),
               "bpe_encoder_encode_units")
     finally:
         lib.bpe_units_free(units)

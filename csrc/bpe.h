@@ -114,9 +114,12 @@ typedef struct bpe_units bpe_units;
  * the special token then_id[i], or nothing if it is -1. Units are shared across pieces. */
 int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const int64_t *ends,
                    const int32_t *then_id, int64_t n_pieces, bpe_units **out);
-/* Encodes what was scanned; ids needs room for one id per byte plus one per special. */
+/* Encodes what was scanned; ids needs room for one id per byte plus one per special. If
+ * piece_ids_end is not NULL, piece_ids_end[i] is set to the number of ids written up to the
+ * end of piece i and its special (one entry per piece scanned). */
 int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
-                             int64_t n_classes, int32_t *ids, int64_t out_cap, int64_t *n_out);
+                             int64_t n_classes, int32_t *ids, int64_t out_cap, int64_t *n_out,
+                             int64_t *piece_ids_end);
 void bpe_units_free(bpe_units *u);
 
 #endif

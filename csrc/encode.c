@@ -276,12 +276,15 @@ struct bpe_units {
     word_table distinct; /* the text's distinct units, in order of first occurrence */
     int32_t *seq;        /* seq[i]: the distinct unit at occurrence i; -1 - id: special id */
     int64_t n_seq;
+    int64_t *piece_end;  /* piece_end[p]: n_seq once piece p and its special were scanned */
+    int64_t n_pieces;
 };
 
 void bpe_units_free(bpe_units *u) {
     if (!u) return;
     word_table_free(&u->distinct);
     free(u->seq);
+    free(u->piece_end);
     free(u);
 }
 
@@ -304,6 +307,7 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
         if ((room += ends[p] - starts[p]) > INT64_MAX / 8) rc = BPE_EOVERFLOW;
     if (rc == BPE_OK) rc = word_table_init(&u->distinct, room);
     if (rc == BPE_OK) u->seq = resize_array(NULL, room, sizeof *u->seq, &rc);
+    if (rc == BPE_OK) u->piece_end = resize_array(NULL, n_pieces, sizeof *u->piece_end, &rc);
     word_batch batch = {.n = 0};
     for (int64_t p = 0; rc == BPE_OK && p < n_pieces; p++) {
         int64_t added = 0;
@@ -311,6 +315,8 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
                        u->seq + u->n_seq, &added);
         u->n_seq += added;
         if (rc == BPE_OK && then_id[p] >= 0) u->seq[u->n_seq++] = -1 - then_id[p];
+        u->piece_end[p] = u->n_seq;
+        u->n_pieces = p + 1;
     }
     if (rc == BPE_OK) rc = word_batch_flush(&u->distinct, &batch);
     if (rc != BPE_OK) {
@@ -328,8 +334,38 @@ typedef struct {
     int32_t a, b; /* b >= 0: ids (a, b); b == -1: the id a; b == -2: see arena and start */
 } unit_ids;
 
+/* Writes at ids + *out the ids of one occurrence in a unit sequence: d is a distinct unit, or
+ * -1 - id for a special token. */
+static inline int write_occurrence(int32_t d, const unit_ids *entry, const int64_t *start,
+                                   const int32_t *arena, int32_t *ids, int64_t out_cap,
+                                   int64_t *out) {
+    int64_t o = *out;
+    if (o + 2 > out_cap) { /* rare: within two ids of the end, check exactly */
+        int64_t m = d < 0 ? 1 : start[d + 1] - start[d];
+        if (o + m > out_cap) return BPE_EINVAL;
+    }
+    if (d < 0) {
+        ids[o] = -1 - d;
+        *out = o + 1;
+        return BPE_OK;
+    }
+    unit_ids x = entry[d];
+    if (x.b >= -1) {
+        ids[o++] = x.a;
+        if (x.b >= 0) ids[o++] = x.b;
+        *out = o;
+        return BPE_OK;
+    }
+    int64_t m = start[d + 1] - start[d];
+    if (o + m > out_cap) return BPE_EINVAL;
+    memcpy(&ids[o], &arena[start[d]], (size_t)m * sizeof *ids);
+    *out = o + m;
+    return BPE_OK;
+}
+
 int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
-                             int64_t n_classes, int32_t *ids, int64_t out_cap, int64_t *n_out) {
+                             int64_t n_classes, int32_t *ids, int64_t out_cap, int64_t *n_out,
+                             int64_t *piece_ids_end) {
     if (!e || !u || !classes || !n_out || (u->n_seq > 0 && !ids) || n_classes != N_CODE_POINTS)
         return BPE_EINVAL;
     *n_out = 0;
@@ -385,33 +421,11 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
     }
     if (rc == BPE_OK) start[t->n] = used;
     free(first_piece), free(piece_at), free(piece_start), free(piece_ids);
-    int64_t out = 0;
-    for (int64_t i = 0; rc == BPE_OK && i < u->n_seq; i++) {
-        int32_t d = u->seq[i];
-        if (out + 2 > out_cap) { /* rare: within two ids of the end, check exactly */
-            int64_t m = d < 0 ? 1 : start[d + 1] - start[d];
-            if (out + m > out_cap) {
-                rc = BPE_EINVAL;
-                break;
-            }
-        }
-        if (d < 0) {
-            ids[out++] = -1 - d; /* a special token */
-            continue;
-        }
-        unit_ids x = entry[d];
-        if (x.b >= -1) {
-            ids[out++] = x.a;
-            if (x.b >= 0) ids[out++] = x.b;
-            continue;
-        }
-        int64_t m = start[d + 1] - start[d];
-        if (out + m > out_cap) {
-            rc = BPE_EINVAL;
-            break;
-        }
-        memcpy(&ids[out], &arena[start[d]], (size_t)m * sizeof *ids);
-        out += m;
+    int64_t out = 0, i = 0;
+    for (int64_t p = 0; rc == BPE_OK && p < u->n_pieces; p++) {
+        for (; rc == BPE_OK && i < u->piece_end[p]; i++)
+            rc = write_occurrence(u->seq[i], entry, start, arena, ids, out_cap, &out);
+        if (piece_ids_end && rc == BPE_OK) piece_ids_end[p] = out;
     }
     free(start), free(entry), free(arena);
     *n_out = out;

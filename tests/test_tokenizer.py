@@ -354,6 +354,52 @@ def test_threaded_encode_with_several_specials(trained, monkeypatch):
     assert many.encode_to_numpy(text).tolist() == one.encode(text)
 
 
+# ---- encode_batch ----------------------------------------------------------------------------
+
+@given(texts=st.lists(st.one_of(mixed_text, unicode_text), max_size=12))
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+def test_encode_batch_equals_encode_each(tok, texts):
+    assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
+
+
+def test_encode_batch_keeps_texts_apart(tok, tiktoken_enc):
+    # Nothing joins across two texts: not a special token split over two ...
+    texts = [EOT[:6], EOT[6:], EOT, "", "a" + EOT, EOT + EOT, " ", " x", "x ", "\n", "\n"]
+    assert tok.encode_batch(texts) == [tiktoken_enc.encode(t, allowed_special="all")
+                                       for t in texts]
+    # ... nor a unit or a pre-token ("  " + "x" would be " " + " x" in one text).
+    assert tok.encode_batch(["  ", "x"]) == [tok.encode("  "), tok.encode("x")]
+    assert tok.encode_batch(iter(["ab", "cd"])) == [tok.encode("ab"), tok.encode("cd")]
+    assert tok.encode_batch([]) == []
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_encode_batch_on_real_text(trained, realmix_head, tiktoken_enc, monkeypatch, threads):
+    monkeypatch.setattr(tokenizer_module, "_THREAD_MIN_BYTES", 1 << 12)  # several groups
+    many = Tokenizer(*trained, special_tokens=[EOT], num_threads=threads)
+    lines = realmix_head[:400_000].splitlines(keepends=True)
+    groups = many._batch_groups([t.encode() for t in lines])
+    assert sum(groups, []) == [t.encode() for t in lines]
+    assert len(groups) == (tokenizer_module._PARTS_PER_THREAD * threads if threads > 1 else 1)
+    assert many.encode_batch(lines) == tiktoken_enc.encode_batch(lines, allowed_special="all")
+
+
+def test_encode_batch_plain_path_and_errors(trained):
+    plain = Tokenizer(*trained, special_tokens=[EOT], fast=False)
+    texts = ["hello world", EOT + " x", ""]
+    assert plain.encode_batch(texts) == [plain.encode(t) for t in texts]
+    tok = Tokenizer(*trained, special_tokens=[EOT])
+    with pytest.raises(TypeError, match="str texts"):
+        tok.encode_batch(["a", b"b"])
+    with pytest.raises(TypeError):
+        tok.encode_batch("not a list of texts but a str is iterable".encode())
+    with pytest.raises(UnicodeEncodeError):
+        tok.encode_batch(["a", "\ud800"])
+    no_a9 = Tokenizer({i: bytes([i]) for i in list(range(0x80)) + [0xC3]}, [])
+    with pytest.raises(ValueError, match=r"byte\(s\) 0xa9 which"):
+        no_a9.encode_batch(["x", "é"])
+
+
 def test_num_threads_errors(trained):
     with pytest.raises(ValueError, match="num_threads"):
         Tokenizer(*trained, num_threads=0)
