@@ -1,6 +1,7 @@
 """Encoding benchmarks: bpe_cffi against tiktoken and Hugging Face tokenizers with the same
 ranks (a 50 000-token vocabulary trained on the benchmark corpus), identical ids checked: the
-whole corpus as one text, and 2 000 short texts one call each (the per-call cost).
+whole corpus as one text; 2 000 short texts, one call each (the per-call cost) and as one
+batch; the corpus's documents (split at <|endoftext|>) as one batch.
 
     pytest benchmarks/test_encoding_speed.py --benchmark-only
 """
@@ -80,6 +81,47 @@ def test_encode_short_tiktoken(benchmark, setup, size):
                                 rounds=5, iterations=1)
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
     assert result == [tok.encode(d) for d in docs]
+
+
+@pytest.mark.benchmark(group="encode-short")
+@pytest.mark.parametrize("size", [100, 2000])
+def test_encode_short_batch_bpe_cffi(benchmark, setup, size):
+    vocab, merges, text, _, _ = setup
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
+    docs = short_texts(text, size)
+    result = benchmark.pedantic(tok.encode_batch, args=(docs,), rounds=5, iterations=1)
+    assert result == [tok.encode(d) for d in docs]
+
+
+@pytest.mark.benchmark(group="encode-short")
+@pytest.mark.parametrize("size", [100, 2000])
+def test_encode_short_batch_tiktoken(benchmark, setup, size):
+    tiktoken = pytest.importorskip("tiktoken")
+    vocab, merges, text, _, _ = setup
+    enc = tiktoken_encoding(tiktoken, vocab, merges)
+    docs = short_texts(text, size)
+    result = benchmark.pedantic(enc.encode_batch, args=(docs,),
+                                kwargs={"allowed_special": "all"}, rounds=5, iterations=1)
+    assert result == bpe_cffi.Tokenizer(vocab, merges, [EOT]).encode_batch(docs)
+
+
+@pytest.mark.benchmark(group="encode-documents")
+def test_encode_documents_bpe_cffi(benchmark, setup):
+    vocab, merges, text, _, _ = setup
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
+    docs = text.split(EOT)
+    result = benchmark.pedantic(tok.encode_batch, args=(docs,), rounds=3, iterations=1)
+    assert sum(map(len, result)) > len(docs)  # the ids are compared in the tiktoken test
+
+
+@pytest.mark.benchmark(group="encode-documents")
+def test_encode_documents_tiktoken(benchmark, setup):
+    tiktoken = pytest.importorskip("tiktoken")
+    vocab, merges, text, _, _ = setup
+    enc = tiktoken_encoding(tiktoken, vocab, merges)
+    docs = text.split(EOT)
+    result = benchmark.pedantic(enc.encode_ordinary_batch, args=(docs,), rounds=3, iterations=1)
+    assert result == bpe_cffi.Tokenizer(vocab, merges, [EOT]).encode_batch(docs)
 
 
 @pytest.mark.benchmark(group="encode")
