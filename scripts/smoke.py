@@ -16,4 +16,6 @@ for fast in (True, False):
     tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], fast=fast)
     ids = tok.encode(text + "<|endoftext|>" + "x" * 500)
     assert tok.decode(ids) == text + "<|endoftext|>" + "x" * 500
+    texts = [text[:3000], "", "a<|endoftext|>b", "<|endof", "text|>", text[3000:9000]]
+    assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
 print("smoke ok", len(merges), len(ids))
