@@ -231,17 +231,19 @@ def test_inspection(tok, trained):
 def test_concurrent_threads_agree(tok):
     text = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     want = tok.encode(text)
+    lines = text.splitlines(keepends=True)
+    want_lines = [tok.encode(t) for t in lines]
     results = [None] * 8
 
-    def work(k):
-        results[k] = tok.encode(text)
+    def work(k):  # half encode the text, half its lines as a batch, all at once
+        results[k] = tok.encode(text) if k % 2 else tok.encode_batch(lines)
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert all(r == want for r in results)
+    assert all(r == (want if k % 2 else want_lines) for k, r in enumerate(results))
 
 
 # ---- bad input -----------------------------------------------------------------------------
