@@ -234,8 +234,7 @@ class Tokenizer:
                 raise TypeError(f"encode_batch takes str texts, not {type(t).__name__}")
         if not self.fast:
             return [self.encode(t) for t in texts]
-        encoded = [t.encode("utf-8") for t in texts]  # lone surrogates raise here
-        groups = self._batch_groups(encoded)
+        groups = self._batch_groups(texts)
         if len(groups) <= 1:
             results = [self._encode_group(g) for g in groups]
         else:
@@ -250,20 +249,22 @@ class Tokenizer:
                 start = end
         return out
 
-    def _batch_groups(self, encoded: list[bytes]) -> list[list[bytes]]:
-        """The texts cut into runs of about equal bytes, one or more per thread (as
-        _thread_parts cuts one long text)."""
-        total = sum(map(len, encoded))
-        n = min(_PARTS_PER_THREAD * self.num_threads, total // _THREAD_MIN_BYTES, len(encoded))
+    def _batch_groups(self, texts: list[str]) -> list[list[str]]:
+        """The texts cut into runs of about equal length, one or more per thread (as
+        _thread_parts cuts one long text). Each run is made UTF-8 by its thread, so a batch
+        is never held twice over as bytes."""
+        total = sum(map(len, texts))
+        n = min(_PARTS_PER_THREAD * self.num_threads, total // _THREAD_MIN_BYTES, len(texts))
         if self.num_threads <= 1 or n <= 1:
-            return [encoded] if encoded else []
-        ends = np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)))
+            return [texts] if texts else []
+        ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
         cuts = np.searchsorted(ends, total * np.arange(1, n) / n).tolist()
-        bounds = [0] + sorted(set(c + 1 for c in cuts if c + 1 < len(encoded))) + [len(encoded)]
-        return [encoded[a:b] for a, b in zip(bounds, bounds[1:])]
+        bounds = [0] + sorted(set(c + 1 for c in cuts if c + 1 < len(texts))) + [len(texts)]
+        return [texts[a:b] for a, b in zip(bounds, bounds[1:])]
 
-    def _encode_group(self, encoded: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    def _encode_group(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """int32 ids of texts encoded back to back, and where each text's ids end."""
+        encoded = [t.encode("utf-8") for t in texts]  # lone surrogates raise here
         data = b"".join(encoded)
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
         text_end = np.cumsum(lengths)
@@ -285,6 +286,7 @@ class Tokenizer:
                 then_id.append(-1)
                 last_piece.append(len(then_id) - 1)
                 offset += len(b)
+        del encoded
         piece_ends = np.empty(len(then_id), np.int64)
         ids = encode_scanned(self._encoder, scan_units(data, starts, ends, then_id),
                              len(data) + len(then_id), piece_ends)
