@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NoReturn, Sequence
 
 import numpy as np
 
@@ -185,7 +185,7 @@ class Tokenizer:
         return np.concatenate(parts, dtype=dtype, casting="unsafe") if parts \
             else np.empty(0, dtype)
 
-    def _raise_missing_bytes(self, data: bytes):
+    def _raise_missing_bytes(self, data: bytes) -> NoReturn:
         missing = sorted({b for b in data if bytes([b]) not in self.token_to_id})
         raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
                          "which have no token in the vocabulary")
@@ -206,9 +206,12 @@ class Tokenizer:
         starts, ends, found = self._byte_specials.spans(data)
         return starts, ends, [self._special_id_of_bytes[f] for f in found] + [-1]
 
+    def _holds_special(self, data: bytes) -> bool:
+        return any(s in data for s in self._special_id_of_bytes)
+
     def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
         """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
-        if isinstance(data, bytes) and not any(s in data for s in self._special_id_of_bytes):
+        if isinstance(data, bytes) and not self._holds_special(data):
             return encode_text(self._encoder, data)  # one piece: the short way
         return encode_units(self._encoder, data, *self._pieces(data))
 
@@ -268,22 +271,22 @@ class Tokenizer:
         data = b"".join(encoded)
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
         text_end = np.cumsum(lengths)
-        if not any(s in data for s in self._special_id_of_bytes):
+        if not self._holds_special(data):
             # One piece a text (a special seen across two texts lands in the other branch).
             starts, ends, then_id = text_end - lengths, text_end, np.full(len(encoded), -1)
             last_piece = np.arange(len(encoded))
         else:  # each text split at its own specials
             starts, ends, then_id, last_piece, offset = [], [], [], [], 0
             for b in encoded:
-                if any(s in b for s in self._special_id_of_bytes):
-                    s, e, found = self._byte_specials.spans(b)
-                    starts += (s + offset).tolist()
-                    ends += (e + offset).tolist()
-                    then_id += [self._special_id_of_bytes[f] for f in found]
+                if self._holds_special(b):
+                    b_starts, b_ends, b_then_id = self._pieces(b)
+                    starts += (b_starts + offset).tolist()
+                    ends += (b_ends + offset).tolist()
+                    then_id += b_then_id
                 else:
                     starts.append(offset)
                     ends.append(offset + len(b))
-                then_id.append(-1)
+                    then_id.append(-1)
                 last_piece.append(len(then_id) - 1)
                 offset += len(b)
         del encoded
