@@ -17,7 +17,11 @@ asan=$(gcc -print-file-name=libasan.so)
 ubsan=$(gcc -print-file-name=libubsan.so)
 [ -f "$asan" ] && [ -f "$ubsan" ] || { echo "sanitize.sh: gcc's ASan/UBSan runtimes not found"; exit 1; }
 # CPython's own allocations are not ours to judge: leak checking stays off, and Python's small
-# object allocator is bypassed so ASan sees every block.
+# object allocator is bypassed so ASan sees every block. Pools start their workers from a
+# forkserver: ASan's allocator (gcc 12) is not fork-safe, and a worker forked while another
+# thread of the test process (an executor's, left by an earlier test) held one of its locks
+# hung on it for good (seen once, in test_worker_error_keeps_type_and_message).
+BPE_TEST_START_METHOD=forkserver \
 LD_PRELOAD="$asan:$ubsan" \
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \

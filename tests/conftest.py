@@ -1,4 +1,5 @@
 import lzma
+import multiprocessing
 import os
 
 import pytest
@@ -7,6 +8,11 @@ from hypothesis import settings
 settings.register_profile("ci", max_examples=100, deadline=None)
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# scripts/sanitize.sh runs the suite with forkserver: under ASan a child forked from a process
+# with threads can hang on a lock of ASan's allocator that another thread held at the fork.
+if os.environ.get("BPE_TEST_START_METHOD"):
+    multiprocessing.set_start_method(os.environ["BPE_TEST_START_METHOD"], force=True)
 
 REALMIX = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "bench", "realmix.txt.xz")
 
