@@ -207,7 +207,10 @@ class Tokenizer:
         return starts, ends, [self._special_id_of_bytes[f] for f in found] + [-1]
 
     def _holds_special(self, data: bytes) -> bool:
-        return any(s in data for s in self._special_id_of_bytes)
+        for s in self._special_id_of_bytes:  # a loop, not any(...): it runs once per call
+            if s in data:
+                return True
+        return False
 
     def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
         """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
