@@ -172,8 +172,7 @@ class Tokenizer:
                 parts = [self._encode_utf8(data)]
             else:
                 view = memoryview(data)  # slices without copies
-                with ThreadPoolExecutor(min(self.num_threads, len(cuts))) as ex:
-                    parts = list(ex.map(self._encode_utf8, (view[a:b] for a, b in cuts)))
+                parts = self._on_threads(self._encode_utf8, [view[a:b] for a, b in cuts])
         else:
             parts = [np.array([self.special_ids[piece]], np.int32) if is_special
                      else self._encode_plain(piece)
@@ -184,6 +183,14 @@ class Tokenizer:
             return parts[0].astype(dtype, copy=False)
         return np.concatenate(parts, dtype=dtype, casting="unsafe") if parts \
             else np.empty(0, dtype)
+
+    def _on_threads(self, fn, items: list) -> list:
+        """[fn(x) for x in items], on up to num_threads threads when there are several (the C
+        calls inside fn run without the GIL)."""
+        if len(items) <= 1:
+            return [fn(x) for x in items]
+        with ThreadPoolExecutor(min(self.num_threads, len(items))) as ex:
+            return list(ex.map(fn, items))
 
     def _raise_missing_bytes(self, data: bytes) -> NoReturn:
         missing = sorted({b for b in data if bytes([b]) not in self.token_to_id})
@@ -240,12 +247,7 @@ class Tokenizer:
                 raise TypeError(f"encode_batch takes str texts, not {type(t).__name__}")
         if not self.fast:
             return [self.encode(t) for t in texts]
-        groups = self._batch_groups(texts)
-        if len(groups) <= 1:
-            results = [self._encode_group(g) for g in groups]
-        else:
-            with ThreadPoolExecutor(min(self.num_threads, len(groups))) as ex:
-                results = list(ex.map(self._encode_group, groups))
+        results = self._on_threads(self._encode_group, self._batch_groups(texts))
         out: list[list[int]] = []
         for ids, text_ends in results:
             ids = self._id_list(ids)

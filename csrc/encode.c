@@ -308,6 +308,7 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
     if (rc == BPE_OK) rc = word_table_init(&u->distinct, room);
     if (rc == BPE_OK) u->seq = resize_array(NULL, room, sizeof *u->seq, &rc);
     if (rc == BPE_OK) u->piece_end = resize_array(NULL, n_pieces, sizeof *u->piece_end, &rc);
+    u->n_pieces = n_pieces;
     word_batch batch = {.n = 0};
     for (int64_t p = 0; rc == BPE_OK && p < n_pieces; p++) {
         int64_t added = 0;
@@ -316,7 +317,6 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
         u->n_seq += added;
         if (rc == BPE_OK && then_id[p] >= 0) u->seq[u->n_seq++] = -1 - then_id[p];
         u->piece_end[p] = u->n_seq;
-        u->n_pieces = p + 1;
     }
     if (rc == BPE_OK) rc = word_batch_flush(&u->distinct, &batch);
     if (rc != BPE_OK) {
