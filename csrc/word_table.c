@@ -101,21 +101,36 @@ static int insert(word_table *t, const word_key *k, int64_t count, int64_t i, in
     return BPE_OK;
 }
 
-static inline int add(word_table *t, const word_key *k, int64_t count, int64_t *seq) {
+/* The slot holding key k, or the free slot where the probe for it ended. */
+static inline int64_t probe(const word_table *t, const word_key *k) {
     int64_t mask = t->n_slots - 1, i = (int64_t)(k->hash & (uint64_t)mask);
     for (; t->slots[i].seq >= 0; i = (i + 1) & mask) {
-        word_slot *s = &t->slots[i];
+        const word_slot *s = &t->slots[i];
         if (s->len != k->len || s->head != k->head || s->tail != k->tail) continue;
         /* Head and tail hold keys of up to 16 bytes; compare the rest of longer ones. */
         if (k->len > 16 && memcmp(t->arena + t->start[s->seq] + 16, k->ptr + 16,
                                   (size_t)(k->len - 16)) != 0)
             continue;
-        if (s->count > INT64_MAX - count) return BPE_EOVERFLOW;
-        s->count += count;
-        *seq = s->seq;
-        return BPE_OK;
+        break;
     }
-    return insert(t, k, count, i, seq);
+    return i;
+}
+
+static inline int add(word_table *t, const word_key *k, int64_t count, int64_t *seq) {
+    int64_t i = probe(t, k);
+    word_slot *s = &t->slots[i];
+    if (s->seq < 0) return insert(t, k, count, i, seq);
+    if (s->count > INT64_MAX - count) return BPE_EOVERFLOW;
+    s->count += count;
+    *seq = s->seq;
+    return BPE_OK;
+}
+
+int word_table_find(const word_table *t, const word_key *k, int64_t *count) {
+    const word_slot *s = &t->slots[probe(t, k)];
+    if (s->seq < 0) return 0;
+    *count = s->count;
+    return 1;
 }
 
 int word_batch_flush(word_table *t, word_batch *b) {

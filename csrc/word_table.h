@@ -153,6 +153,9 @@ static inline int64_t word_table_longest(const word_table *t) {
         if (t->start[s + 1] - t->start[s] > longest) longest = t->start[s + 1] - t->start[s];
     return longest;
 }
+/* Looks up the word k (from word_key_of) without adding it: 1 and its count in *count if the
+ * table holds it, else 0. Only reads the table. */
+int word_table_find(const word_table *t, const word_key *k, int64_t *count);
 static inline int64_t word_table_count(const word_table *t, int64_t seq) {
     return t->slots[t->slot_of[seq]].count;
 }

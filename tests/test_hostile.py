@@ -187,6 +187,20 @@ def test_encoder_rejects_bad_ids_and_offsets():
     lib.bpe_encoder_free(enc)
 
 
+def test_ids_far_beyond_the_vocabulary_size():
+    # Legal ids up to 2**31 - 1: nothing may be sized by the largest id (the encoder's
+    # whole-token table is indexed by id, so it is left out here).
+    far = 2**31 - 3
+    vocab = {i: bytes([i]) for i in range(256)} | {far: b"ab", 300: b"abc"}
+    tok = bpe_cffi.Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")], [EOT])
+    text = f"ab abc{EOT}ab"
+    want = [far, 32, 300, far + 1, far]
+    assert tok.encode(text) == want
+    assert tok.encode_to_numpy(text).tolist() == want
+    assert bpe_cffi.Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")], [EOT],
+                              fast=False).encode(text) == want
+
+
 def test_units_and_counters_reject_bad_pieces():
     u = ffi.new("bpe_units **")
     minus1 = ffi.from_buffer("int32_t[]", np.array([-1], np.int32))

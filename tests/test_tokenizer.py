@@ -422,3 +422,41 @@ def test_a_merge_listed_twice_keeps_its_first_rank():
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"}
     tok = Tokenizer(vocab, [(b"b", b"c"), (b"a", b"b"), (b"b", b"c")])
     assert tok.encode("abc") == [97, 257]  # (b, c) ranks 0, not 2
+
+
+def test_a_token_whose_bytes_encode_to_other_tokens():
+    # "abc" is a token, but its bytes merge (b, c) first and then nothing joins a and bc: a
+    # word that is a token's bytes must still be encoded by the merges, not looked up.
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"bc", 257: b"ab", 258: b"abc"}
+    merges = [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")]
+    want = reference.encode("abc ab abc", vocab, merges)
+    assert want[:2] == [97, 256]
+    for fast in (True, False):
+        tok = Tokenizer(vocab, merges, fast=fast)
+        assert tok.encode("abc ab abc") == want
+        assert tok.encode_batch(["abc", "abc ab abc"]) == [want[:2], want]
+
+
+@given(data=st.data())
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+def test_random_merges_match_reference(data):
+    # Merges drawn at random rather than trained, so many tokens' bytes encode to several
+    # tokens: the whole-token lookup (csrc/encode.c) must know which.
+    tokens = [b"a", b"b", b"c", b" "]
+    merges = []
+    for _ in range(data.draw(st.integers(0, 60))):
+        a, b = data.draw(st.sampled_from(tokens)), data.draw(st.sampled_from(tokens))
+        if a + b not in tokens:
+            merges.append((a, b))
+            tokens.append(a + b)
+    vocab = {i: bytes([i]) for i in range(256)}
+    for a, b in merges:
+        vocab[len(vocab)] = a + b
+    words = data.draw(st.lists(st.text(alphabet="abc", min_size=1, max_size=12), max_size=40))
+    text = " ".join(words + [bytes(t).decode() for t in tokens[4:]])  # every token's bytes
+    want = reference.encode(text, vocab, merges)
+    for fast in (True, False):
+        assert Tokenizer(vocab, merges, fast=fast).encode(text) == want
+    texts = words + [bytes(t).decode() for t in tokens[4:]]
+    assert Tokenizer(vocab, merges).encode_batch(texts) == \
+        [reference.encode(t, vocab, merges) for t in texts]
