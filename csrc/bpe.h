@@ -53,7 +53,7 @@ typedef struct bpe_encoder bpe_encoder;
  * twice keeps its first rank. Ids must lie in [0, n_ids). The encoder is immutable once built,
  * so one encoder may serve several threads at once. */
 int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
-                    const int32_t *merged, int64_t n_merges, int32_t n_ids, bpe_encoder **out);
+                    const int32_t *merged, int64_t n_merges, int64_t n_ids, bpe_encoder **out);
 
 /* Encodes pre-tokens: word i is bytes[offsets[i] .. offsets[i+1]) (SPEC 2.3: merges applied by
  * rank within each word, never across words); offsets start at 0, never decrease and end at

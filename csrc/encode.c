@@ -44,10 +44,10 @@ static inline int32_t rank_of(const bpe_encoder *e, int32_t a, int32_t b) {
 
 static int64_t encode_short(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_t *out);
 static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t *right,
-                             int64_t n_merges, int32_t n_ids);
+                             int64_t n_merges, int64_t n_ids);
 
 int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
-                    const int32_t *merged, int64_t n_merges, int32_t n_ids, bpe_encoder **out) {
+                    const int32_t *merged, int64_t n_merges, int64_t n_ids, bpe_encoder **out) {
     if (!out || !byte_ids || n_merges < 0 || n_ids < 0 || n_merges >= INT32_MAX) return BPE_EINVAL;
     if (n_merges > 0 && (!left || !right || !merged)) return BPE_EINVAL;
     *out = NULL;
@@ -101,7 +101,7 @@ void bpe_encoder_free(bpe_encoder *e) {
 #define WHOLE_MAX_IDS(n_merges) (8 * ((n_merges) + 256) + 65536)
 
 static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t *right,
-                             int64_t n_merges, int32_t n_ids) {
+                             int64_t n_merges, int64_t n_ids) {
     if (n_ids > WHOLE_MAX_IDS(n_merges)) return word_table_init(&e->whole, 0);
     int64_t *at = malloc((size_t)n_ids * sizeof *at + 1); /* spelling of id: arena + at[id] */
     int32_t *len = malloc((size_t)n_ids * sizeof *len + 1); /* its length; -1: none */
@@ -110,7 +110,7 @@ static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t 
     int64_t size = 0;
     /* Two passes over the merges: the spellings' lengths, then their bytes. */
     for (int pass = 0; rc == BPE_OK && pass < 2; pass++) {
-        for (int32_t i = 0; i < n_ids; i++) len[i] = -1;
+        for (int64_t i = 0; i < n_ids; i++) len[i] = -1;
         int64_t used = 0;
         for (int b = 0; b < 256; b++) {
             int32_t id = e->byte_ids[b];
@@ -136,7 +136,7 @@ static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t 
     }
     int32_t ids[SHORT_WORD];
     word_batch batch = {.n = 0};
-    for (int32_t t = 0; rc == BPE_OK && t < n_ids; t++) {
+    for (int64_t t = 0; rc == BPE_OK && t < n_ids; t++) {
         if (len[t] < 2) continue;
         const uint8_t *w = arena + at[t];
         if (encode_short(e, w, len[t], ids) != 1) continue;
