@@ -17,7 +17,8 @@ from .progress import progress_bar
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compile_pattern,
                           resolve_fast, special_splitter, split_on_specials, unique_specials)
-from .units import encode_scanned, encode_text, encode_units, scan_units, utf8_offsets
+from .units import (encode_gpt2, encode_scanned, encode_text, encode_units, scan_units,
+                    utf8_offsets)
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
 _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at least this long
@@ -25,6 +26,11 @@ _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at leas
 # half holds 1.7x the distinct units of its first), and two parts a thread evens that out
 # at the price of a few more units encoded once per part.
 _PARTS_PER_THREAD = 2
+# Up to this many bytes a text without specials skips the units (units.encode_gpt2): finding
+# the distinct units pays only once words repeat a lot. realmix cut into texts, per call: 2.1
+# against 4.1 us at 50 characters, 11.9 against 21.3 at 2 000, 388 against 407 at 64 000,
+# 1 623 against 1 324 at 256 000.
+_SHORT_TEXT_BYTES = 1 << 16
 _LIST_FROM_OBJECTS = 512  # ids from which encode builds its list from shared int objects
 _MAX_ID_OBJECTS = 1 << 18  # ... when the ids are below this
 
@@ -221,8 +227,10 @@ class Tokenizer:
 
     def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
         """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
-        if isinstance(data, bytes) and not self._holds_special(data):
-            return encode_text(self._encoder, data)  # one piece: the short way
+        if isinstance(data, bytes) and not self._holds_special(data):  # one piece
+            if len(data) <= _SHORT_TEXT_BYTES:
+                return encode_gpt2(self._encoder, data)
+            return encode_text(self._encoder, data)
         return encode_units(self._encoder, data, *self._pieces(data))
 
     def encode(self, text: str) -> list[int]:

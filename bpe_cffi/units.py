@@ -166,6 +166,18 @@ def encode_text(encoder, text: bytes) -> np.ndarray:
     return encode_scanned(encoder, units, len(text) + 1)
 
 
+def encode_gpt2(encoder, text: bytes) -> np.ndarray:
+    """int32 ids of a short UTF-8 text without specials, in one C call that skips the units:
+    each pre-token is encoded where it occurs, which costs less than finding the distinct
+    units when there are few."""
+    ids = np.empty(len(text) + 1, np.int32)
+    n_out = ffi.new("int64_t *")
+    check(lib.bpe_encoder_encode_gpt2(encoder, _buf("uint8_t[]", text), len(text), _classes_buf(),
+                                      N_CODE_POINTS, _buf("int32_t[]", ids), len(ids), n_out),
+          "bpe_encoder_encode_gpt2")
+    return ids[:n_out[0]]
+
+
 def scan_units(text: bytes, starts: Sequence[int], ends: Sequence[int],
                then_id: Sequence[int]):
     """The first half of encode_units: the text's units, found and deduplicated in C. Pass

@@ -122,4 +122,12 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
                              int64_t *piece_ids_end);
 void bpe_units_free(bpe_units *u);
 
+/* Encodes a short UTF-8 text (BPE_EUTF8 if invalid) with GPT-2's pattern, without the units:
+ * each pre-token is encoded where it occurs, a repeated one again, which for a text of a few
+ * hundred bytes costs less than finding its distinct units. The same ids as scanning the text
+ * as one piece and encoding its units; ids needs room for n. */
+int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n,
+                            const uint8_t *classes, int64_t n_classes, int32_t *ids,
+                            int64_t out_cap, int64_t *n_out);
+
 #endif

@@ -543,3 +543,40 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
     *n_out = out;
     return rc;
 }
+
+/* ---- short texts: pre-tokens encoded where they occur ---- */
+
+int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n,
+                            const uint8_t *classes, int64_t n_classes, int32_t *ids,
+                            int64_t out_cap, int64_t *n_out) {
+    if (!e || !classes || !n_out || n < 0 || (n > 0 && (!text || !ids)) ||
+        n_classes != N_CODE_POINTS || out_cap < n)
+        return BPE_EINVAL;
+    *n_out = 0;
+    if (!utf8_valid(text, n)) return BPE_EUTF8;
+    int64_t *ends = malloc((size_t)n * sizeof *ends + 1);
+    if (!ends) return BPE_ENOMEM;
+    int64_t n_words = n > 0 ? gpt2_split(text, n, classes, ends) : 0, out = 0, from = 0;
+    whole_lookups lookups = {0, 0};
+    int rc = BPE_OK;
+    for (int64_t j = 0; j < n_words && rc == BPE_OK; from = ends[j++]) {
+        const uint8_t *w = text + from;
+        int64_t len = ends[j] - from, m;
+        if (len == 1) {
+            ids[out++] = e->byte_ids[w[0]];
+            continue;
+        }
+        if (whole_worth_looking(&lookups, len)) {
+            word_key key = word_key_of(w, len, n - from);
+            if (find_whole(e, &key, &lookups, ids + out)) {
+                out++;
+                continue;
+            }
+        }
+        rc = encode_word(e, w, len, ids + out, &m);
+        out += m;
+    }
+    free(ends);
+    *n_out = out;
+    return rc;
+}

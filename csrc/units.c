@@ -48,6 +48,21 @@ static int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
     return len;
 }
 
+int utf8_valid(const uint8_t *text, int64_t n) {
+    for (int64_t i = 0; i < n;) {
+        uint64_t block;
+        if (i + 8 <= n && (memcpy(&block, text + i, 8), !(block & 0x8080808080808080ull))) {
+            i += 8; /* eight ASCII bytes */
+            continue;
+        }
+        uint32_t cp;
+        int len = decode_utf8(text, n, i, &cp);
+        if (len == 0) return 0;
+        i += len;
+    }
+    return 1;
+}
+
 /* ASCII whitespace per \s: \t \n \v \f \r and space. */
 static inline int ascii_space(uint8_t c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }
 

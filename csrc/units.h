@@ -23,6 +23,9 @@
 int units_add(word_table *t, word_batch *batch, const uint8_t *text, int64_t n, int32_t *seq,
               int64_t *n_seq);
 
+/* Whether text[0 .. n) is valid UTF-8 (as units_add judges it). */
+int utf8_valid(const uint8_t *text, int64_t n);
+
 /* Character classes for GPT-2's pattern, one byte per code point (0x110000 entries), computed
  * by the caller from the regex module itself so both agree on the Unicode version. */
 enum { CLASS_LETTER = 0, CLASS_NUMBER = 1, CLASS_SPACE = 2, CLASS_OTHER = 3 };

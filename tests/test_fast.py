@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import bpe_cffi
 from bpe_cffi._lib import ffi, lib
 from bpe_cffi.pretokenize import find_all
-from bpe_cffi.units import Counter as UnitCounter, arrays_to_counts, char_classes
+from bpe_cffi.units import (Counter as UnitCounter, arrays_to_counts, char_classes, encode_gpt2,
+                            encode_text)
 
 import reference
 
@@ -185,6 +186,38 @@ PLAIN = bpe_cffi.Tokenizer(vocab, merges, [EOT], fast=False)
 
 def test_encode_fast_equals_plain_on_real_text(realmix_head):
     assert FAST.encode(realmix_head) == PLAIN.encode(realmix_head)
+
+
+@given(text=st.one_of(odd_text, any_text, st.lists(st.sampled_from(ODD), max_size=300)
+                      .map("".join)))
+@settings(max_examples=200)
+def test_short_text_way_equals_units_way(text):
+    # Texts of up to 64 KB skip the units (bpe_encoder_encode_gpt2); longer ones scan them.
+    data = text.encode("utf-8")
+    assert encode_gpt2(FAST._encoder, data).tolist() == encode_text(FAST._encoder, data).tolist()
+
+
+def test_short_text_way_on_real_text(realmix_head):
+    data = realmix_head.encode("utf-8")
+    for size in (1, 7, 100, 1000, 20_000, 300_000):
+        for start in range(0, min(len(data), 40 * size), size):
+            part = data[start:start + size]
+            try:
+                part.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # cut inside a character
+            assert encode_gpt2(FAST._encoder, part).tolist() == \
+                encode_text(FAST._encoder, part).tolist(), (size, start)
+
+
+@pytest.mark.parametrize("bad", [b"\xff", b"\x80", b"\xc3(", b"\xe2\x80 ", b"\xc0\xaf",
+                                 b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe3\x80"])
+def test_short_text_way_refuses_invalid_utf8(bad):
+    for pos in range(0, 20):
+        for lead in (b"x", b" "):
+            for data in (lead * pos + bad + b" tail", lead * pos + bad):
+                with pytest.raises(ValueError, match="UTF-8"):
+                    encode_gpt2(FAST._encoder, data)
 
 
 def test_fast_needs_gpt2_pattern(tmp_path):

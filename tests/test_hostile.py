@@ -184,6 +184,16 @@ def test_encoder_rejects_bad_ids_and_offsets():
     assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 4), 1, ids, 2, n) == lib.BPE_EINVAL
     assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 4), 1, ids, 16, n) == lib.BPE_OK
     assert list(ids[0:n[0]]) == [256, 256]
+    classes = ffi.from_buffer("uint8_t[]", bpe_cffi.units.char_classes())
+    full = bpe_cffi.units.N_CODE_POINTS
+    gpt2 = lib.bpe_encoder_encode_gpt2
+    assert gpt2(enc, b"abab", 4, classes, full, ids, 3, n) == lib.BPE_EINVAL  # no room
+    assert gpt2(enc, b"abab", -1, classes, full, ids, 16, n) == lib.BPE_EINVAL
+    assert gpt2(enc, b"abab", 4, classes, 10, ids, 16, n) == lib.BPE_EINVAL
+    assert gpt2(enc, b"ab\xff", 3, classes, full, ids, 16, n) == lib.BPE_EUTF8
+    assert gpt2(enc, b"abab", 4, classes, full, ids, 16, n) == lib.BPE_OK
+    assert list(ids[0:n[0]]) == [256, 256]
+    assert gpt2(enc, ffi.NULL, 0, classes, full, ids, 16, n) == lib.BPE_OK and n[0] == 0
     lib.bpe_encoder_free(enc)
 
 
