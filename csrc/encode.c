@@ -5,11 +5,13 @@
  * training. Short words (almost all of them) use a flat array and rescan for the lowest rank,
  * as tiktoken does; long ones use a heap so a 20 MB pre-token is O(n log n), not O(n^2).
  *
- * Two ways in. bpe_encoder_encode takes pre-tokens (the plain, regex path) and keeps a per-call
- * cache from word bytes to where its ids were first written, so a repeated word costs one hash
- * lookup and a copy. bpe_encoder_encode_units takes the units of a text (units.h) and encodes
- * each distinct unit once. Either way all scratch state belongs to the call: the encoder is
- * never written after construction, which keeps concurrent calls safe.
+ * A word whose bytes are a token's, and encode to that token, is one lookup instead
+ * (find_whole_tokens). Three ways in. bpe_encoder_encode takes pre-tokens (the plain, regex
+ * path) and keeps a per-call cache from word bytes to where its ids were first written, so a
+ * repeated word costs one hash lookup and a copy. bpe_encoder_encode_units takes the units of
+ * a text (units.h) and encodes each distinct unit once. bpe_encoder_encode_gpt2 splits a short
+ * text itself and encodes each pre-token where it occurs. All scratch state belongs to the
+ * call: the encoder is never written after construction, which keeps concurrent calls safe.
  */
 #include <stdlib.h>
 #include <string.h>
