@@ -65,6 +65,23 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
 
 void bpe_encoder_free(bpe_encoder *e);
 
+/* ---- decoding ---------------------------------------------------------------------------- */
+
+typedef struct bpe_decoder bpe_decoder;
+
+/* Builds a decoder: id i's bytes are bytes[start[i] .. start[i] + len[i]), or len[i] is -1 if
+ * no token has id i (0 <= i < n_ids). The bytes are copied. */
+int bpe_decoder_new(const uint8_t *bytes, int64_t n_bytes, const int64_t *start,
+                    const int64_t *len, int64_t n_ids, bpe_decoder **out);
+/* The number of bytes ids decode to. BPE_EINVAL with *bad = i if no token has ids[i]. */
+int bpe_decoder_length(const bpe_decoder *d, const int64_t *ids, int64_t n, int64_t *n_bytes,
+                       int64_t *bad);
+/* Writes the bytes of ids, back to back, to out (room for cap bytes) and their number to
+ * *n_out. BPE_EINVAL if an id has no token or out is too small. */
+int bpe_decoder_decode(const bpe_decoder *d, const int64_t *ids, int64_t n, uint8_t *out,
+                       int64_t cap, int64_t *n_out);
+void bpe_decoder_free(bpe_decoder *d);
+
 /* ---- units: fast pre-tokenization for GPT-2's pattern (see units.h) ------------------- */
 
 /* Whether code point cp is whitespace for the regex module's \s (Unicode White_Space). */

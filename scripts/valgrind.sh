@@ -23,7 +23,7 @@ grep -q "ERROR SUMMARY" "$log" || { echo "valgrind did not check the interpreter
 # cffi's generated module set-up keeps a few blocks for the life of the process.
 count_ours() {  # error blocks (separated by "==PID== " lines) matching $1 that name csrc/
     awk -v pat="$1" 'BEGIN { RS = "==[0-9]+== \n" }
-        $0 ~ pat && $0 ~ /(train|encode|count|units|word_table|pair_map|pair_queue|token_table|rank_table|site_pool)\.[ch]:/ { n++ }
+        $0 ~ pat && $0 ~ /(train|encode|decode|find|count|units|word_table|pair_map|pair_queue|token_table|rank_table|site_pool)\.[ch]:/ { n++ }
         END { print n + 0 }' "$log"
 }
 errors=$(count_ours "Invalid (read|write)|uninitialised|Invalid free|Mismatched free")

@@ -197,6 +197,28 @@ def test_encoder_rejects_bad_ids_and_offsets():
     lib.bpe_encoder_free(enc)
 
 
+def test_decoder_rejects_bad_tables_and_ids():
+    out = ffi.new("bpe_decoder **")
+    new = lib.bpe_decoder_new
+    assert new(b"abc", 3, i64(0, 2), i64(2, 2), 2, out) == lib.BPE_EINVAL  # past the end
+    assert new(b"abc", 3, i64(-1), i64(1), 1, out) == lib.BPE_EINVAL
+    assert new(b"abc", 3, i64(0), i64(-2), 1, out) == lib.BPE_EINVAL
+    assert new(b"abc", -1, i64(0), i64(1), 1, out) == lib.BPE_EINVAL
+    assert new(b"abc", 3, i64(0, 0, 1), i64(1, -1, 2), 3, out) == lib.BPE_OK  # id 1: none
+    d = out[0]
+    n, bad = ffi.new("int64_t *"), ffi.new("int64_t *")
+    buf = ffi.new("uint8_t[]", 8)
+    assert lib.bpe_decoder_length(d, i64(0, 2, 1), 3, n, bad) == lib.BPE_EINVAL and bad[0] == 2
+    assert lib.bpe_decoder_length(d, i64(0, 2, 3), 3, n, bad) == lib.BPE_EINVAL and bad[0] == 2
+    assert lib.bpe_decoder_length(d, i64(2, 0, 2), 3, n, bad) == lib.BPE_OK and n[0] == 5
+    assert lib.bpe_decoder_decode(d, i64(2, 0, 2), 3, buf, 4, n) == lib.BPE_EINVAL  # no room
+    assert lib.bpe_decoder_decode(d, i64(2, -7), 2, buf, 8, n) == lib.BPE_EINVAL
+    assert lib.bpe_decoder_decode(d, i64(2, 0, 2), 3, buf, 8, n) == lib.BPE_OK
+    assert bytes(buf[0:n[0]]) == b"bcabc"
+    lib.bpe_decoder_free(d)
+    lib.bpe_decoder_free(ffi.NULL)
+
+
 def test_ids_far_beyond_the_vocabulary_size():
     # Legal ids up to 2**31 - 1: nothing may be sized by the largest id (the encoder's
     # whole-token table is indexed by id, so it is left out here).

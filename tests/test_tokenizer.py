@@ -1,6 +1,7 @@
 """Tokenizer: SPEC 2 examples, reference / tiktoken / tokenizers agreement, streaming, errors."""
 from __future__ import annotations
 
+import re
 import threading
 import tracemalloc
 
@@ -260,6 +261,45 @@ def test_decode_takes_any_iterable(tok):
     assert tok.decode(iter(ids)) == tok.decode(np.array(ids)) == "In the beginning"
     with pytest.raises(ValueError, match="99999"):
         tok.decode(i for i in [1, 99999])
+
+
+def join_decode(tok, ids) -> str:
+    return b"".join(tok.id_to_token[int(i)] for i in ids).decode("utf-8", errors="replace")
+
+
+@pytest.mark.parametrize("in_c_from", [1, 64, 10**9])  # ids from which decode works in C
+@given(picks=st.lists(st.integers(0, 10**6), max_size=300))
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_decode_equals_joining_the_tokens(tok, monkeypatch, in_c_from, picks):
+    monkeypatch.setattr(tokenizer_module, "_DECODE_IN_C", in_c_from)
+    known = sorted(tok.id_to_token)
+    ids = [known[p % len(known)] for p in picks]  # every token, the special one included
+    want = join_decode(tok, ids)
+    assert tok.decode(ids) == tok.decode(iter(ids)) == want
+    for dtype in (np.uint16, np.int32, np.uint64, np.int64):
+        assert tok.decode(np.array(ids, dtype)) == want
+
+
+@pytest.mark.parametrize("in_c_from", [1, 10**9])
+def test_decode_errors_on_both_ways(tok, monkeypatch, in_c_from):
+    monkeypatch.setattr(tokenizer_module, "_DECODE_IN_C", in_c_from)
+    some = tok.encode("In the beginning God created the heaven and the earth.")
+    for bad in (99999, -1, 2**70, 1.5, "7", None, tok.vocab_size):
+        with pytest.raises(ValueError, match=re.escape(repr(bad))):
+            tok.decode(some + [bad] + some)
+    for bad in (np.array(some + [2**64 - 1], np.uint64), np.array(some + [-3], np.int64)):
+        with pytest.raises(ValueError, match=str(int(bad[len(some)]))):
+            tok.decode(bad)
+    assert tok.decode([True, 1]) == join_decode(tok, [1, 1])  # as the dict lookup has it
+
+
+def test_decode_with_scattered_ids():
+    # Ids far beyond the number of tokens: decode joins in Python (no table indexed by id).
+    vocab = {i: bytes([i]) for i in range(256)} | {2**31 - 5: b"ab"}
+    tok = Tokenizer(vocab, [(b"a", b"b")])
+    ids = [2**31 - 5, 32] * 100
+    assert tok.decode(ids) == "ab " * 100
+    assert tok.decode(np.array(ids, np.int64)) == "ab " * 100
 
 
 def test_empty_vocabulary():
