@@ -1,7 +1,7 @@
 """Encoding benchmarks: bpe_cffi against tiktoken and Hugging Face tokenizers with the same
 ranks (a 50 000-token vocabulary trained on the benchmark corpus), identical ids checked: the
 whole corpus as one text; 2 000 short texts, one call each (the per-call cost) and as one
-batch; the corpus's documents (split at <|endoftext|>) as one batch.
+batch; the corpus's documents (split at <|endoftext|>) as one batch; decoding the corpus's ids.
 
     pytest benchmarks/test_encoding_speed.py --benchmark-only
 """
@@ -131,3 +131,21 @@ def test_encode_hf_tokenizers(benchmark, setup):
     hf = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
     enc = benchmark.pedantic(hf.encode, args=(text,), rounds=3, iterations=1)
     assert enc.ids == want
+
+
+@pytest.mark.benchmark(group="decode")
+@pytest.mark.parametrize("kind", ["list", "numpy"])
+def test_decode_bpe_cffi(benchmark, setup, kind):
+    import numpy as np
+    vocab, merges, text, _, ids = setup
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
+    ids = ids if kind == "list" else np.array(ids, np.uint16)
+    assert benchmark.pedantic(tok.decode, args=(ids,), rounds=3, iterations=1) == text
+
+
+@pytest.mark.benchmark(group="decode")
+def test_decode_tiktoken(benchmark, setup):
+    tiktoken = pytest.importorskip("tiktoken")
+    vocab, merges, text, _, ids = setup
+    enc = tiktoken_encoding(tiktoken, vocab, merges)
+    assert benchmark.pedantic(enc.decode, args=(ids,), rounds=3, iterations=1) == text
