@@ -392,18 +392,20 @@ class Tokenizer:
                     as_int64 = np.frombuffer(array.array("q", ids), np.int64)
                 except (TypeError, OverflowError):
                     pass  # the join says which id is wrong
-        if as_int64 is None or len(as_int64) < _DECODE_IN_C or self._c_decoder() is None:
+        decoder = self._c_decoder() if as_int64 is not None and len(as_int64) >= _DECODE_IN_C \
+            else None
+        if decoder is None:
             return self._decode_join(ids.tolist() if isinstance(ids, np.ndarray) else ids)
         buf = ffi.from_buffer("int64_t[]", as_int64)
         n_bytes, bad = ffi.new("int64_t *"), ffi.new("int64_t *")
-        rc = lib.bpe_decoder_length(self._decoder, buf, len(as_int64), n_bytes, bad)
+        rc = lib.bpe_decoder_length(decoder, buf, len(as_int64), n_bytes, bad)
         if rc == lib.BPE_EINVAL and bad[0] >= 0:
             wrong = ids[bad[0]]
             wrong = wrong.item() if isinstance(wrong, np.generic) else wrong
             raise ValueError(f"id {wrong!r} is not in the vocabulary")
         check(rc, "bpe_decoder_length")
         data = bytearray(n_bytes[0])
-        check(lib.bpe_decoder_decode(self._decoder, buf, len(as_int64), ffi.from_buffer(data),
+        check(lib.bpe_decoder_decode(decoder, buf, len(as_int64), ffi.from_buffer(data),
                                      len(data), n_bytes), "bpe_decoder_decode")
         return data.decode("utf-8", errors="replace")
 
