@@ -50,10 +50,13 @@ static int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
 
 int utf8_valid(const uint8_t *text, int64_t n) {
     for (int64_t i = 0; i < n;) {
-        uint64_t block;
-        if (i + 8 <= n && (memcpy(&block, text + i, 8), !(block & 0x8080808080808080ull))) {
-            i += 8; /* eight ASCII bytes */
-            continue;
+        if (i + 8 <= n) { /* eight ASCII bytes at a time */
+            uint64_t block;
+            memcpy(&block, text + i, 8);
+            if (!(block & 0x8080808080808080ull)) {
+                i += 8;
+                continue;
+            }
         }
         uint32_t cp;
         int len = decode_utf8(text, n, i, &cp);
