@@ -1,6 +1,6 @@
 """The per-call cost of encoding short texts, against tiktoken: 200 000 characters of the corpus
-cut into texts of each size, each encoded with its own call (best of --repeat passes), ids
-checked against tiktoken's.
+cut into texts of each size (and, last, texts of 100 characters ending in <|endoftext|>), each
+encoded with its own call (best of --repeat passes), ids checked against tiktoken's.
 
 usage: python benchmarks/encode_short.py CORPUS [--vocab-size 50000] [--repeat 9]
 """
@@ -37,13 +37,14 @@ def main() -> None:
     def tiktoken_encode(s: str) -> list[int]:
         return enc.encode(s, allowed_special="all")
 
-    for size in SIZES:
-        texts = [text[i:i + size] for i in range(0, min(SPAN, len(text)) - size + 1, size)]
+    for size, end in [(n, "") for n in SIZES] + [(100, EOT)]:  # the last: a chat-like turn
+        texts = [text[i:i + size] + end
+                 for i in range(0, min(SPAN, len(text)) - size + 1, size)]
         assert [tok.encode(s) for s in texts] == [tiktoken_encode(s) for s in texts]
         ours = per_call(tok.encode, texts, args.repeat)
         theirs = per_call(tiktoken_encode, texts, args.repeat)
-        print(f"{size:5d} characters: bpe_cffi {ours:6.1f} us, tiktoken {theirs:6.1f} us "
-              f"({theirs / ours:.2f}x ours)")
+        print(f"{size:5d} characters{' + ' + end if end else ''}: bpe_cffi {ours:6.1f} us, "
+              f"tiktoken {theirs:6.1f} us ({theirs / ours:.2f}x ours)")
 
 
 if __name__ == "__main__":

@@ -101,14 +101,28 @@ class ByteSpecials:
             starts = np.concatenate(([0], at + len(self._single)))
             ends = np.concatenate((at, [len(data)]))
             return starts, ends, [self._single] * len(at)
+        starts, ends, found = self.few_spans(data)
+        return np.array(starts, np.int64), np.array(ends, np.int64), found
+
+    def few_spans(self, data: bytes) -> tuple[list[int], list[int], list[bytes]]:
+        """spans as lists, for a short text: there a few bytes.find calls cost less than
+        setting up the arrays for C."""
         starts, ends, found = [0], [], []
-        if self._regex is not None:
+        if self._single is not None:
+            single = self._single
+            at = data.find(single)
+            while at >= 0:
+                ends.append(at)
+                found.append(single)
+                starts.append(at + len(single))
+                at = data.find(single, at + len(single))
+        elif self._regex is not None:
             for m in self._regex.finditer(data):
                 ends.append(m.start())
                 found.append(m.group())
                 starts.append(m.end())
         ends.append(len(data))
-        return np.array(starts, np.int64), np.array(ends, np.int64), found
+        return starts, ends, found
 
 
 def find_all(data: bytes, needle: bytes) -> np.ndarray:

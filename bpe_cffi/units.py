@@ -166,15 +166,25 @@ def encode_text(encoder, text: bytes) -> np.ndarray:
     return encode_scanned(encoder, units, len(text) + 1)
 
 
-def encode_gpt2(encoder, text: bytes) -> np.ndarray:
-    """int32 ids of a short UTF-8 text without specials, in one C call that skips the units:
-    each pre-token is encoded where it occurs, which costs less than finding the distinct
-    units when there are few."""
-    ids = np.empty(len(text) + 1, np.int32)
+def encode_gpt2(encoder, text: bytes, starts: Sequence[int] | None = None,
+                ends: Sequence[int] | None = None, then_id: Sequence[int] | None = None
+                ) -> np.ndarray:
+    """encode_units for a short text, in one C call that skips the units: each pre-token is
+    encoded where it occurs, which costs less than finding the distinct units when there are
+    few. Without pieces, the whole text is one piece with no special after it."""
+    if starts is None:
+        first, no_special = _WHOLE_TEXT
+        pieces = first, ffi.new("int64_t[1]", [len(text)]), no_special, 1
+        max_ids = len(text)
+    else:
+        pieces = (ffi.new("int64_t[]", starts), ffi.new("int64_t[]", ends),
+                  ffi.new("int32_t[]", then_id), len(starts))
+        max_ids = len(text) + len(starts)
+    ids = np.empty(max_ids + 1, np.int32)
     n_out = ffi.new("int64_t *")
-    check(lib.bpe_encoder_encode_gpt2(encoder, _buf("uint8_t[]", text), len(text), _classes_buf(),
-                                      N_CODE_POINTS, _buf("int32_t[]", ids), len(ids), n_out),
-          "bpe_encoder_encode_gpt2")
+    check(lib.bpe_encoder_encode_gpt2(encoder, _buf("uint8_t[]", text), len(text), *pieces,
+                                      _classes_buf(), N_CODE_POINTS, _buf("int32_t[]", ids),
+                                      len(ids), n_out), "bpe_encoder_encode_gpt2")
     return ids[:n_out[0]]
 
 

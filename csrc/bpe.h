@@ -139,12 +139,15 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
                              int64_t *piece_ids_end);
 void bpe_units_free(bpe_units *u);
 
-/* Encodes a short UTF-8 text (BPE_EUTF8 if invalid) with GPT-2's pattern, without the units:
- * each pre-token is encoded where it occurs, a repeated one again, which for a text of a few
- * hundred bytes costs less than finding its distinct units. The same ids as scanning the text
- * as one piece and encoding its units; ids needs room for n. */
+/* Encodes the pieces of a short UTF-8 text with GPT-2's pattern, as bpe_units_scan and
+ * bpe_encoder_encode_units do (piece i is text[starts[i] .. ends[i]), BPE_EUTF8 if invalid,
+ * then the special then_id[i] unless it is -1), without the units: each pre-token is encoded
+ * where it occurs, a repeated one again, which for a text of a few hundred bytes costs less
+ * than finding its distinct units. ids needs room for one id per byte of the pieces plus one
+ * per special. */
 int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n,
-                            const uint8_t *classes, int64_t n_classes, int32_t *ids,
-                            int64_t out_cap, int64_t *n_out);
+                            const int64_t *starts, const int64_t *ends, const int32_t *then_id,
+                            int64_t n_pieces, const uint8_t *classes, int64_t n_classes,
+                            int32_t *ids, int64_t out_cap, int64_t *n_out);
 
 #endif

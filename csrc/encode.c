@@ -548,37 +548,64 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
 
 /* ---- short texts: pre-tokens encoded where they occur ---- */
 
-int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n,
-                            const uint8_t *classes, int64_t n_classes, int32_t *ids,
-                            int64_t out_cap, int64_t *n_out) {
-    if (!e || !classes || !n_out || n < 0 || (n > 0 && (!text || !ids)) ||
-        n_classes != N_CODE_POINTS || out_cap < n)
-        return BPE_EINVAL;
-    *n_out = 0;
-    if (!utf8_valid(text, n)) return BPE_EUTF8;
-    int64_t *ends = malloc((size_t)n * sizeof *ends + 1);
-    if (!ends) return BPE_ENOMEM;
-    int64_t n_words = n > 0 ? gpt2_split(text, n, classes, ends) : 0, out = 0, from = 0;
-    whole_lookups lookups = {0, 0};
-    int rc = BPE_OK;
-    for (int64_t j = 0; j < n_words && rc == BPE_OK; from = ends[j++]) {
+/* Encodes UTF-8 text[0 .. n) (already validated) at ids + *out: GPT-2's pre-tokens, each
+ * where it occurs; ends is scratch with room for n. */
+static int encode_piece_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n,
+                             const uint8_t *classes, int64_t *ends, whole_lookups *lookups,
+                             int32_t *ids, int64_t *out) {
+    int64_t n_words = n > 0 ? gpt2_split(text, n, classes, ends) : 0, from = 0;
+    for (int64_t j = 0; j < n_words; from = ends[j++]) {
         const uint8_t *w = text + from;
         int64_t len = ends[j] - from, m;
         if (len == 1) {
-            ids[out++] = e->byte_ids[w[0]];
+            ids[(*out)++] = e->byte_ids[w[0]];
             continue;
         }
-        if (whole_worth_looking(&lookups, len)) {
+        if (whole_worth_looking(lookups, len)) {
             word_key key = word_key_of(w, len, n - from);
-            if (find_whole(e, &key, &lookups, ids + out)) {
-                out++;
+            if (find_whole(e, &key, lookups, ids + *out)) {
+                (*out)++;
                 continue;
             }
         }
-        rc = encode_word(e, w, len, ids + out, &m);
-        out += m;
+        int rc = encode_word(e, w, len, ids + *out, &m);
+        if (rc != BPE_OK) return rc;
+        *out += m;
     }
-    free(ends);
+    return BPE_OK;
+}
+
+int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n,
+                            const int64_t *starts, const int64_t *ends, const int32_t *then_id,
+                            int64_t n_pieces, const uint8_t *classes, int64_t n_classes,
+                            int32_t *ids, int64_t out_cap, int64_t *n_out) {
+    if (!e || !classes || !n_out || n < 0 || n_pieces < 0 || n_classes != N_CODE_POINTS ||
+        (n_pieces > 0 && (!text || !starts || !ends || !then_id || !ids)))
+        return BPE_EINVAL;
+    *n_out = 0;
+    if (!pieces_in_bounds(n, starts, ends, n_pieces)) return BPE_EINVAL;
+    int64_t longest = 0, need = 0; /* at most one id per byte, and one per special */
+    for (int64_t p = 0; p < n_pieces; p++) {
+        if (then_id[p] < -1) return BPE_EINVAL;
+        int64_t len = ends[p] - starts[p];
+        if (len > INT64_MAX / 2 - need) return BPE_EOVERFLOW;
+        need += len + (then_id[p] >= 0);
+        if (len > longest) longest = len;
+    }
+    if (out_cap < need) return BPE_EINVAL;
+    for (int64_t p = 0; p < n_pieces; p++)
+        if (!utf8_valid(text + starts[p], ends[p] - starts[p])) return BPE_EUTF8;
+    int64_t *word_ends = malloc((size_t)longest * sizeof *word_ends + 1);
+    if (!word_ends) return BPE_ENOMEM;
+    whole_lookups lookups = {0, 0};
+    int64_t out = 0;
+    int rc = BPE_OK;
+    for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++) {
+        rc = encode_piece_gpt2(e, text + starts[p], ends[p] - starts[p], classes, word_ends,
+                               &lookups, ids, &out);
+        if (rc == BPE_OK && then_id[p] >= 0) ids[out++] = then_id[p];
+    }
+    free(word_ends);
     *n_out = out;
     return rc;
 }

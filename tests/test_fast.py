@@ -13,7 +13,7 @@ import bpe_cffi
 from bpe_cffi._lib import ffi, lib
 from bpe_cffi.pretokenize import find_all
 from bpe_cffi.units import (Counter as UnitCounter, arrays_to_counts, char_classes, encode_gpt2,
-                            encode_text)
+                            encode_text, encode_units)
 
 import reference
 
@@ -195,6 +195,19 @@ def test_short_text_way_equals_units_way(text):
     # Texts of up to 64 KB skip the units (bpe_encoder_encode_gpt2); longer ones scan them.
     data = text.encode("utf-8")
     assert encode_gpt2(FAST._encoder, data).tolist() == encode_text(FAST._encoder, data).tolist()
+
+
+@given(text=st.lists(st.sampled_from(ODD + [EOT, EOT, "<|endof", "text|>"]), max_size=60)
+       .map("".join))
+@settings(max_examples=200)
+def test_short_text_way_with_specials_equals_units_way(text):
+    data = text.encode("utf-8")
+    starts, ends, found = FAST._byte_specials.few_spans(data)
+    then_id = [FAST._special_id_of_bytes[f] for f in found] + [-1]
+    assert (starts, ends, found) == tuple(
+        x.tolist() if isinstance(x, np.ndarray) else x for x in FAST._byte_specials.spans(data))
+    assert encode_gpt2(FAST._encoder, data, starts, ends, then_id).tolist() == \
+        encode_units(FAST._encoder, data, starts, ends, then_id).tolist()
 
 
 def test_short_text_way_on_real_text(realmix_head):

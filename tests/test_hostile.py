@@ -186,14 +186,24 @@ def test_encoder_rejects_bad_ids_and_offsets():
     assert list(ids[0:n[0]]) == [256, 256]
     classes = ffi.from_buffer("uint8_t[]", bpe_cffi.units.char_classes())
     full = bpe_cffi.units.N_CODE_POINTS
-    gpt2 = lib.bpe_encoder_encode_gpt2
-    assert gpt2(enc, b"abab", 4, classes, full, ids, 3, n) == lib.BPE_EINVAL  # no room
-    assert gpt2(enc, b"abab", -1, classes, full, ids, 16, n) == lib.BPE_EINVAL
-    assert gpt2(enc, b"abab", 4, classes, 10, ids, 16, n) == lib.BPE_EINVAL
-    assert gpt2(enc, b"ab\xff", 3, classes, full, ids, 16, n) == lib.BPE_EUTF8
-    assert gpt2(enc, b"abab", 4, classes, full, ids, 16, n) == lib.BPE_OK
+    def gpt2(text, n_text, starts, ends, then_id, n_classes=full, room=16):
+        then = ffi.from_buffer("int32_t[]", np.array(then_id, np.int32))
+        return lib.bpe_encoder_encode_gpt2(enc, text, n_text, i64(*starts), i64(*ends), then,
+                                           len(then_id), classes, n_classes, ids, room, n)
+    assert gpt2(b"abab", 4, [0], [4], [-1], room=3) == lib.BPE_EINVAL  # no room
+    assert gpt2(b"abab", 4, [0], [4], [7], room=4) == lib.BPE_EINVAL  # none for the special
+    assert gpt2(b"abab", -1, [0], [4], [-1]) == lib.BPE_EINVAL
+    assert gpt2(b"abab", 4, [0], [5], [-1]) == lib.BPE_EINVAL  # past the end
+    assert gpt2(b"abab", 4, [3], [2], [-1]) == lib.BPE_EINVAL
+    assert gpt2(b"abab", 4, [0], [4], [-2]) == lib.BPE_EINVAL
+    assert gpt2(b"abab", 4, [0], [4], [-1], n_classes=10) == lib.BPE_EINVAL
+    assert gpt2(b"ab\xff", 3, [0], [3], [-1]) == lib.BPE_EUTF8
+    assert gpt2(b"ab\xffab", 5, [0, 3], [2, 5], [9, -1]) == lib.BPE_OK  # the bad byte is no piece's
+    assert list(ids[0:n[0]]) == [256, 9, 256]
+    assert gpt2(b"abab", 4, [0], [4], [-1]) == lib.BPE_OK
     assert list(ids[0:n[0]]) == [256, 256]
-    assert gpt2(enc, ffi.NULL, 0, classes, full, ids, 16, n) == lib.BPE_OK and n[0] == 0
+    assert lib.bpe_encoder_encode_gpt2(enc, ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL, 0, classes,
+                                       full, ffi.NULL, 0, n) == lib.BPE_OK and n[0] == 0
     lib.bpe_encoder_free(enc)
 
 
