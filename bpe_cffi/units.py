@@ -172,16 +172,18 @@ def encode_gpt2(encoder, text: bytes, starts: Sequence[int] | None = None,
     """encode_units for a short text, in one C call that skips the units: each pre-token is
     encoded where it occurs, which costs less than finding the distinct units when there are
     few. Without pieces, the whole text is one piece with no special after it."""
-    if starts is None:
-        c_starts, c_then_id = _WHOLE_TEXT
-        c_ends, n_pieces = ffi.new("int64_t[1]", [len(text)]), 1
-    else:
-        c_starts, c_ends = ffi.new("int64_t[]", starts), ffi.new("int64_t[]", ends)
-        c_then_id, n_pieces = ffi.new("int32_t[]", then_id), len(starts)
-    ids = np.empty(len(text) + n_pieces, np.int32)  # an id per byte and one per special
     n_out = ffi.new("int64_t *")
-    check(lib.bpe_encoder_encode_gpt2(encoder, _buf("uint8_t[]", text), len(text), c_starts,
-                                      c_ends, c_then_id, n_pieces, _classes_buf(),
+    if starts is None:
+        ids = np.empty(len(text) + 1, np.int32)
+        check(lib.bpe_encoder_encode_gpt2_text(encoder, _buf("uint8_t[]", text), len(text),
+                                               _classes_buf(), N_CODE_POINTS,
+                                               _buf("int32_t[]", ids), len(ids), n_out),
+              "bpe_encoder_encode_gpt2_text")
+        return ids[:n_out[0]]
+    ids = np.empty(len(text) + len(starts), np.int32)  # an id per byte and one per special
+    check(lib.bpe_encoder_encode_gpt2(encoder, _buf("uint8_t[]", text), len(text),
+                                      ffi.new("int64_t[]", starts), ffi.new("int64_t[]", ends),
+                                      ffi.new("int32_t[]", then_id), len(starts), _classes_buf(),
                                       N_CODE_POINTS, _buf("int32_t[]", ids), len(ids), n_out),
           "bpe_encoder_encode_gpt2")
     return ids[:n_out[0]]

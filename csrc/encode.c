@@ -580,7 +580,7 @@ int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n
                             int64_t n_pieces, const uint8_t *classes, int64_t n_classes,
                             int32_t *ids, int64_t out_cap, int64_t *n_out) {
     if (!e || !classes || !n_out || n < 0 || n_pieces < 0 || n_classes != N_CODE_POINTS ||
-        (n_pieces > 0 && (!text || !starts || !ends || !then_id || !ids)))
+        (n > 0 && !text) || (n_pieces > 0 && (!starts || !ends || !then_id || !ids)))
         return BPE_EINVAL;
     *n_out = 0;
     if (!pieces_in_bounds(n, starts, ends, n_pieces)) return BPE_EINVAL;
@@ -608,4 +608,13 @@ int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n
     free(word_ends);
     *n_out = out;
     return rc;
+}
+
+int bpe_encoder_encode_gpt2_text(const bpe_encoder *e, const uint8_t *text, int64_t n,
+                                 const uint8_t *classes, int64_t n_classes, int32_t *ids,
+                                 int64_t out_cap, int64_t *n_out) {
+    int64_t start = 0, end = n;
+    int32_t no_special = -1;
+    return bpe_encoder_encode_gpt2(e, text, n, &start, &end, &no_special, 1, classes, n_classes,
+                                   ids, out_cap, n_out);
 }

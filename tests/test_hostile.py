@@ -204,6 +204,13 @@ def test_encoder_rejects_bad_ids_and_offsets():
     assert list(ids[0:n[0]]) == [256, 256]
     assert lib.bpe_encoder_encode_gpt2(enc, ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL, 0, classes,
                                        full, ffi.NULL, 0, n) == lib.BPE_OK and n[0] == 0
+    text = lib.bpe_encoder_encode_gpt2_text
+    assert text(enc, b"abab", 4, classes, full, ids, 3, n) == lib.BPE_EINVAL  # no room
+    assert text(enc, b"abab", -1, classes, full, ids, 16, n) == lib.BPE_EINVAL
+    assert text(enc, b"a\xff", 2, classes, full, ids, 16, n) == lib.BPE_EUTF8
+    assert text(enc, b"abab", 4, classes, full, ids, 16, n) == lib.BPE_OK
+    assert list(ids[0:n[0]]) == [256, 256]
+    assert text(enc, ffi.NULL, 0, classes, full, ids, 16, n) == lib.BPE_OK and n[0] == 0
     lib.bpe_encoder_free(enc)
 
 
