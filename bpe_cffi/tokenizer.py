@@ -222,6 +222,11 @@ class Tokenizer:
         starts, ends, found = self._byte_specials.spans(data)
         return starts, ends, [self._special_id_of_bytes[f] for f in found] + [-1]
 
+    def _few_pieces(self, data: bytes) -> tuple[list[int], list[int], list[int]]:
+        """_pieces as lists, for a short text (ByteSpecials.few_spans)."""
+        starts, ends, found = self._byte_specials.few_spans(data)
+        return starts, ends, [self._special_id_of_bytes[f] for f in found] + [-1]
+
     def _holds_special(self, data: bytes) -> bool:
         for s in self._special_id_of_bytes:  # a loop, not any(...): it runs once per call
             if s in data:
@@ -235,9 +240,7 @@ class Tokenizer:
             if len(data) <= _SHORT_TEXT_BYTES:  # no units
                 if not holds_special:
                     return encode_gpt2(self._encoder, data)
-                starts, ends, found = self._byte_specials.few_spans(data)
-                then_id = [self._special_id_of_bytes[f] for f in found] + [-1]
-                return encode_gpt2(self._encoder, data, starts, ends, then_id)
+                return encode_gpt2(self._encoder, data, *self._few_pieces(data))
             if not holds_special:  # one piece: the short way through the glue
                 return encode_text(self._encoder, data)
         return encode_units(self._encoder, data, *self._pieces(data))
@@ -301,9 +304,13 @@ class Tokenizer:
             starts, ends, then_id, last_piece, offset = [], [], [], [], 0
             for b in encoded:
                 if self._holds_special(b):
-                    b_starts, b_ends, b_then_id = self._pieces(b)
-                    starts += (b_starts + offset).tolist()
-                    ends += (b_ends + offset).tolist()
+                    if len(b) <= _SHORT_TEXT_BYTES:
+                        b_starts, b_ends, b_then_id = self._few_pieces(b)
+                    else:
+                        b_starts, b_ends, b_then_id = self._pieces(b)
+                        b_starts, b_ends = b_starts.tolist(), b_ends.tolist()
+                    starts += [x + offset for x in b_starts]
+                    ends += [x + offset for x in b_ends]
                     then_id += b_then_id
                 else:
                     starts.append(offset)

@@ -426,6 +426,16 @@ def test_encode_batch_on_real_text(trained, realmix_head, tiktoken_enc, monkeypa
     assert many.encode_batch(lines) == tiktoken_enc.encode_batch(lines, allowed_special="all")
 
 
+def test_encode_batch_of_long_and_short_texts_with_specials(tok, tiktoken_enc):
+    # Texts over 64 KB find their specials in C, shorter ones with bytes.find.
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    long_text = sample[:70_000] + EOT + sample[70_000:140_000] + EOT
+    texts = [long_text, "a" + EOT, EOT + EOT + " b", long_text[:500] + EOT, ""]
+    want = [tiktoken_enc.encode(t, allowed_special="all") for t in texts]
+    assert tok.encode_batch(texts) == want
+    assert [tok.encode(t) for t in texts] == want
+
+
 def test_encode_batch_plain_path_and_errors(trained):
     plain = Tokenizer(*trained, special_tokens=[EOT], fast=False)
     texts = ["hello world", EOT + " x", ""]
