@@ -143,6 +143,18 @@ def test_pretokens_up_to_the_short_path_limit(tok, trained):
 
 # ---- numpy, files, iterables --------------------------------------------------------------
 
+@given(parts=st.lists(st.sampled_from(["a", " b", "cd ", "\n", "é", "字", "🙂", "'s", "  ",
+                                        EOT, "<|endof", "text|>"]), max_size=500))
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_encode_list_way_equals_array_way(tok, parts):
+    # Up to 1 024 characters encode fills its list from C directly; encode_to_numpy and longer
+    # texts go through arrays.
+    text = "".join(parts)
+    want = tok.encode_to_numpy(text).tolist()
+    assert tok.encode(text) == want
+    assert tok.encode(text * 3) == tok.encode_to_numpy(text * 3).tolist()
+
+
 def test_encode_to_numpy(tok):
     arr = tok.encode_to_numpy("In the beginning God created")
     assert arr.dtype == np.uint16
