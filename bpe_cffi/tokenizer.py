@@ -27,10 +27,10 @@ _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at leas
 # half holds 1.7x the distinct units of its first), and two parts a thread evens that out
 # at the price of a few more units encoded once per part.
 _PARTS_PER_THREAD = 2
-# Up to this many bytes a text skips the units (units.encode_gpt2): finding
-# the distinct units pays only once words repeat a lot. realmix cut into texts, per call: 2.1
-# against 4.1 us at 50 characters, 11.9 against 21.3 at 2 000, 388 against 407 at 64 000,
-# 1 623 against 1 324 at 256 000.
+# Up to this many bytes a text skips the units (units.encode_gpt2): finding the distinct units
+# pays only once words repeat a lot. realmix cut into texts, per call: 2.1 against 4.1 us at
+# 50 characters, 11.9 against 21.3 at 2 000, 388 against 407 at 64 000, 1 623 against 1 324
+# at 256 000.
 _SHORT_TEXT_BYTES = 1 << 16
 _LIST_DIRECT_CHARS = 1024  # up to this many characters encode makes its list without numpy
 _DECODE_IN_C = 64  # ids from which decode copies the bytes in C (fewer: a join is as fast)
@@ -239,9 +239,8 @@ class Tokenizer:
         if isinstance(data, bytes):
             holds_special = self._holds_special(data)
             if len(data) <= _SHORT_TEXT_BYTES:  # no units
-                if not holds_special:
-                    return encode_gpt2(self._encoder, data)
-                return encode_gpt2(self._encoder, data, *self._few_pieces(data))
+                pieces = self._few_pieces(data) if holds_special else ()
+                return encode_gpt2(self._encoder, data, *pieces)
             if not holds_special:  # one piece: the short way through the glue
                 return encode_text(self._encoder, data)
         return encode_units(self._encoder, data, *self._pieces(data))
@@ -413,8 +412,9 @@ class Tokenizer:
                     as_int64 = np.frombuffer(array.array("q", ids), np.int64)
                 except (TypeError, OverflowError):
                     pass  # the join says which id is wrong
-        decoder = self._c_decoder() if as_int64 is not None and len(as_int64) >= _DECODE_IN_C \
-            else None
+        decoder = None
+        if as_int64 is not None and len(as_int64) >= _DECODE_IN_C:
+            decoder = self._c_decoder()  # None when the ids are too scattered
         if decoder is None:
             return self._decode_join(ids.tolist() if isinstance(ids, np.ndarray) else ids)
         buf = ffi.from_buffer("int64_t[]", as_int64)
