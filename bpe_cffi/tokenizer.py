@@ -18,8 +18,8 @@ from .progress import progress_bar
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compile_pattern,
                           resolve_fast, special_splitter, split_on_specials, unique_specials)
-from .units import (encode_gpt2, encode_gpt2_list, encode_scanned, encode_text, encode_units,
-                    scan_units, utf8_offsets)
+from .units import (encode_gpt2, encode_gpt2_list, encode_scanned, encode_units, scan_units,
+                    utf8_offsets)
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
 _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at least this long
@@ -228,6 +228,11 @@ class Tokenizer:
         starts, ends, found = self._byte_specials.few_spans(data)
         return starts, ends, [self._special_id_of_bytes[f] for f in found] + [-1]
 
+    def _short_pieces(self, data: bytes) -> tuple:
+        """The pieces to pass units.encode_gpt2(_list) for a short text: none (the whole text,
+        the common case, checked first) or _few_pieces."""
+        return self._few_pieces(data) if self._holds_special(data) else ()
+
     def _holds_special(self, data: bytes) -> bool:
         for s in self._special_id_of_bytes:  # a loop, not any(...): it runs once per call
             if s in data:
@@ -236,20 +241,14 @@ class Tokenizer:
 
     def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
         """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
-        if isinstance(data, bytes):
-            holds_special = self._holds_special(data)
-            if len(data) <= _SHORT_TEXT_BYTES:  # no units
-                pieces = self._few_pieces(data) if holds_special else ()
-                return encode_gpt2(self._encoder, data, *pieces)
-            if not holds_special:  # one piece: the short way through the glue
-                return encode_text(self._encoder, data)
+        if isinstance(data, bytes) and len(data) <= _SHORT_TEXT_BYTES:  # no units
+            return encode_gpt2(self._encoder, data, *self._short_pieces(data))
         return encode_units(self._encoder, data, *self._pieces(data))
 
     def encode(self, text: str) -> list[int]:
         if type(text) is str and len(text) <= _LIST_DIRECT_CHARS and self.fast:
             data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
-            pieces = self._few_pieces(data) if self._holds_special(data) else ()
-            ids = encode_gpt2_list(self._encoder, data, *pieces)
+            ids = encode_gpt2_list(self._encoder, data, *self._short_pieces(data))
             if self._missing_bytes and -1 in ids:
                 self._raise_missing_bytes(data)
             return ids

@@ -155,17 +155,6 @@ def encode_units(encoder, text: bytes, starts: Sequence[int], ends: Sequence[int
                           len(text) + len(then_id))
 
 
-_WHOLE_TEXT = ffi.new("int64_t[1]", [0]), ffi.new("int32_t[1]", [-1])  # read-only in C
-
-
-def encode_text(encoder, text: bytes) -> np.ndarray:
-    """encode_units for a text that holds no special token (one piece), with the least glue:
-    for a short text the per-call cost is most of the time."""
-    start, no_special = _WHOLE_TEXT
-    units = _scan(text, start, ffi.new("int64_t[1]", [len(text)]), no_special, 1)
-    return encode_scanned(encoder, units, len(text) + 1)
-
-
 def encode_gpt2(encoder, text: bytes, starts: Sequence[int] | None = None,
                 ends: Sequence[int] | None = None, then_id: Sequence[int] | None = None
                 ) -> np.ndarray:
@@ -209,15 +198,12 @@ def scan_units(text: bytes, starts: Sequence[int], ends: Sequence[int],
                then_id: Sequence[int]):
     """The first half of encode_units: the text's units, found and deduplicated in C. Pass
     them to encode_scanned, which frees them."""
-    return _scan(text, _buf("int64_t[]", np.asarray(starts, np.int64)),
-                 _buf("int64_t[]", np.asarray(ends, np.int64)),
-                 _buf("int32_t[]", np.asarray(then_id, np.int32)), len(starts))
-
-
-def _scan(text, starts, ends, then_id, n_pieces: int):
     out = ffi.new("bpe_units **")
-    check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text), starts, ends, then_id,
-                             n_pieces, out), "bpe_units_scan")
+    check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text),
+                             _buf("int64_t[]", np.asarray(starts, np.int64)),
+                             _buf("int64_t[]", np.asarray(ends, np.int64)),
+                             _buf("int32_t[]", np.asarray(then_id, np.int32)), len(starts), out),
+          "bpe_units_scan")
     return out[0]
 
 

@@ -309,6 +309,18 @@ static int encode_word(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_
     return encode_long(e, w, n, ids, k);
 }
 
+/* Encodes the word k (from word_key_of): one lookup while the call still looks and the word
+ * is a whole token, else merge by merge. (The unit path reads its keys from a table, and
+ * only when it looks: it calls find_whole itself.) */
+static int encode_key(const bpe_encoder *e, const word_key *k, whole_lookups *wl, int32_t *ids,
+                      int64_t *n_ids) {
+    if (whole_worth_looking(wl, k->len) && find_whole(e, k, wl, ids)) {
+        *n_ids = 1;
+        return BPE_OK;
+    }
+    return encode_word(e, k->ptr, k->len, ids, n_ids);
+}
+
 /* ---- the per-call cache ---- */
 
 typedef struct {
@@ -360,10 +372,7 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
             continue;
         }
         int64_t k;
-        if (whole_worth_looking(&lookups, n) && find_whole(e, &key, &lookups, &ids[out]))
-            k = 1;
-        else if ((rc = encode_word(e, w, n, &ids[out], &k)) != BPE_OK)
-            break;
+        if ((rc = encode_key(e, &key, &lookups, &ids[out], &k)) != BPE_OK) break;
         if (2 * (cached + 1) <= cap) { /* a full cache just stops learning */
             cache[slot] = (cache_slot){h, offsets[wi], n, out, k};
             cached++;
@@ -561,14 +570,8 @@ static int encode_piece_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t 
             ids[(*out)++] = e->byte_ids[w[0]];
             continue;
         }
-        if (whole_worth_looking(lookups, len)) {
-            word_key key = word_key_of(w, len, n - from);
-            if (find_whole(e, &key, lookups, ids + *out)) {
-                (*out)++;
-                continue;
-            }
-        }
-        int rc = encode_word(e, w, len, ids + *out, &m);
+        word_key key = word_key_of(w, len, n - from);
+        int rc = encode_key(e, &key, lookups, ids + *out, &m);
         if (rc != BPE_OK) return rc;
         *out += m;
     }
