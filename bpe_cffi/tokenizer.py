@@ -16,6 +16,7 @@ from .sources import check_input_file, read_range
 from .pool import process_pool
 from .progress import progress_bar
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
+from .id_lists import IdLists
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compile_pattern,
                           resolve_fast, special_splitter, split_on_specials, unique_specials)
 from .units import (encode_gpt2, encode_gpt2_list, encode_scanned, encode_units, scan_units,
@@ -34,8 +35,6 @@ _PARTS_PER_THREAD = 2
 _SHORT_TEXT_BYTES = 1 << 16
 _LIST_DIRECT_CHARS = 1024  # up to this many characters encode makes its list without numpy
 _DECODE_IN_C = 64  # ids from which decode copies the bytes in C (fewer: a join is as fast)
-_LIST_FROM_OBJECTS = 512  # ids from which encode builds its list from shared int objects
-_MAX_ID_OBJECTS = 1 << 18  # ... when the ids are below this
 
 
 class Tokenizer:
@@ -77,7 +76,7 @@ class Tokenizer:
         # Only a vocabulary without a token for some byte can give an id of -1 to look for.
         self._missing_bytes = any(bytes([b]) not in self.token_to_id for b in range(256))
         self._dtype = np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
-        self._id_objects = None  # encode's shared int objects, made on first use
+        self._id_list = IdLists(self.vocab_size)  # encode's lists
         self._decoder = None  # decode's C table of the tokens' bytes, made on first use
 
     # ---- construction ----
@@ -173,6 +172,14 @@ class Tokenizer:
 
     def _encode_array(self, text: str, dtype=np.int32) -> np.ndarray:
         """The ids of text as an array of dtype (one copy: the parts are cast as joined)."""
+        parts = self._encode_parts(text)
+        if len(parts) == 1:
+            return parts[0].astype(dtype, copy=False)
+        return np.concatenate(parts, dtype=dtype, casting="unsafe") if parts \
+            else np.empty(0, dtype)
+
+    def _encode_parts(self, text: str) -> list[np.ndarray]:
+        """The ids of text as int32 arrays, one after another."""
         if not isinstance(text, str):
             raise TypeError(f"encode takes a str, not {type(text).__name__}")
         if self.fast:
@@ -189,10 +196,7 @@ class Tokenizer:
                      for piece, is_special in split_on_specials(text, self._splitter)]
         if self._missing_bytes and any(len(p) and p.min() < 0 for p in parts):
             self._raise_missing_bytes(text.encode("utf-8"))
-        if len(parts) == 1:
-            return parts[0].astype(dtype, copy=False)
-        return np.concatenate(parts, dtype=dtype, casting="unsafe") if parts \
-            else np.empty(0, dtype)
+        return parts
 
     def _on_threads(self, fn, items: list) -> list:
         """[fn(x) for x in items], on up to num_threads threads when there are several (the C
@@ -252,16 +256,7 @@ class Tokenizer:
             if self._missing_bytes and -1 in ids:
                 self._raise_missing_bytes(data)
             return ids
-        return self._id_list(self._encode_array(text))
-
-    def _id_list(self, ids: np.ndarray) -> list[int]:
-        if len(ids) < _LIST_FROM_OBJECTS or self.vocab_size > _MAX_ID_OBJECTS:
-            return ids.tolist()
-        # One int object per id, shared by every occurrence: faster than a new int for each
-        # (realmix: 6.4 M ids in 80 ms instead of 130) and far less memory for the list.
-        if self._id_objects is None:
-            self._id_objects = np.array(range(self.vocab_size), dtype=object)
-        return self._id_objects[ids].tolist()
+        return self._id_list(self._encode_parts(text))
 
     def encode_batch(self, texts: Iterable[str]) -> list[list[int]]:
         """[encode(t) for t in texts], in fewer calls: on the fast path a batch is encoded in
@@ -276,7 +271,7 @@ class Tokenizer:
         results = self._on_threads(self._encode_group, self._batch_groups(texts))
         out: list[list[int]] = []
         for ids, text_ends in results:
-            ids = self._id_list(ids)
+            ids = self._id_list([ids])
             start = 0
             for end in text_ends.tolist():
                 out.append(ids[start:end])

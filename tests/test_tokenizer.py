@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_cffi
-from bpe_cffi import Tokenizer, tokenizer as tokenizer_module
+from bpe_cffi import Tokenizer, id_lists, tokenizer as tokenizer_module
 from bpe_cffi.files import save_gpt2
 
 import reference
@@ -153,6 +153,19 @@ def test_encode_list_way_equals_array_way(tok, parts):
     want = tok.encode_to_numpy(text).tolist()
     assert tok.encode(text) == want
     assert tok.encode(text * 3) == tok.encode_to_numpy(text * 3).tolist()
+
+
+@pytest.mark.parametrize("way", ["objects", "marshal"])
+def test_encode_list_by_shared_ints_equals_array_way(trained, realmix_head, monkeypatch, way):
+    # Longer outputs are lists of shared int objects (bpe_cffi/id_lists.py): made here from
+    # a few thousand ids, with the text cut for threads, and with a vocabulary of 3 000 ids.
+    monkeypatch.setattr(tokenizer_module, "_THREAD_MIN_BYTES", 1 << 12)
+    monkeypatch.setattr(id_lists, "MARSHAL_PER_VALUE", 0 if way == "marshal" else 1 << 62)
+    many = Tokenizer(*trained, special_tokens=[EOT], num_threads=3)
+    for text in [realmix_head[:20_000], realmix_head[:200_000] + EOT + "end"]:
+        ids = many.encode(text)
+        assert ids == many.encode_to_numpy(text).tolist()
+        assert len(ids) >= id_lists.OBJECTS_FROM and all(type(i) is int for i in ids)
 
 
 def test_encode_to_numpy(tok):
