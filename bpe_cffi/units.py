@@ -92,7 +92,14 @@ class Counter:
     def __init__(self):
         out = ffi.new("bpe_counter **")
         check(lib.bpe_counter_new(out), "bpe_counter_new")
-        self._c = ffi.gc(out[0], lib.bpe_counter_free)
+        self._handle = ffi.gc(out[0], lib.bpe_counter_free)
+
+    @property
+    def _c(self):
+        """The C counter; a ValueError once released (its memory is gone)."""
+        if self._handle is None:
+            raise ValueError("this Counter was released")
+        return self._handle
 
     def add(self, blob: bytes, offsets: np.ndarray, counts: np.ndarray) -> None:
         check(lib.bpe_counter_add(self._c, _buf("uint8_t[]", blob), len(blob),
@@ -135,7 +142,10 @@ class Counter:
         return dict(zip(bytes(joined).split(b"\xff"), counts.tolist()))
 
     def release(self) -> None:
-        ffi.release(self._c)
+        """Frees the C counter now (not whenever the GC runs); the Counter is unusable after."""
+        if self._handle is not None:
+            ffi.release(self._handle)
+            self._handle = None
 
 
 def split_units(units: Counter) -> Counter:
@@ -194,17 +204,31 @@ def _encode_gpt2_into(encoder, text: bytes, ids, room: int, starts, ends, then_i
     return n_out[0]
 
 
+class ScannedUnits:
+    """A text's units as bpe_units_scan found them (C memory), for one encode_scanned, which
+    frees them: a second use is a ValueError, not a read of freed memory. Units never passed
+    on are freed by the GC."""
+
+    def __init__(self, handle):
+        self._handle = ffi.gc(handle, lib.bpe_units_free)
+
+    def take(self):
+        handle, self._handle = self._handle, None
+        if handle is None:
+            raise ValueError("these units were already encoded (encode_scanned frees them)")
+        return handle
+
+
 def scan_units(text: bytes, starts: Sequence[int], ends: Sequence[int],
-               then_id: Sequence[int]):
-    """The first half of encode_units: the text's units, found and deduplicated in C. Pass
-    them to encode_scanned, which frees them."""
+               then_id: Sequence[int]) -> ScannedUnits:
+    """The first half of encode_units: the text's units, found and deduplicated in C."""
     out = ffi.new("bpe_units **")
     check(lib.bpe_units_scan(_buf("uint8_t[]", text), len(text),
                              _buf("int64_t[]", np.asarray(starts, np.int64)),
                              _buf("int64_t[]", np.asarray(ends, np.int64)),
                              _buf("int32_t[]", np.asarray(then_id, np.int32)), len(starts), out),
           "bpe_units_scan")
-    return out[0]
+    return ScannedUnits(out[0])
 
 
 @functools.lru_cache(maxsize=1)
@@ -212,19 +236,20 @@ def _classes_buf():
     return ffi.from_buffer("uint8_t[]", char_classes())  # keeps the array alive
 
 
-def encode_scanned(encoder, units, max_ids: int, piece_ends: np.ndarray | None = None
-                   ) -> np.ndarray:
+def encode_scanned(encoder, units: ScannedUnits, max_ids: int,
+                   piece_ends: np.ndarray | None = None) -> np.ndarray:
     """The second half: each distinct unit encoded once, then the ids of every occurrence
     (at most max_ids of them). If piece_ends is given (int64, one per piece scanned), it
     receives the number of ids up to the end of each piece and its special. Frees units,
     whatever happens."""
+    handle = units.take()
     try:
         ids = np.empty(max_ids, np.int32)
         n_out = ffi.new("int64_t *")
         ends = ffi.NULL if piece_ends is None else _buf("int64_t[]", piece_ends)
-        check(lib.bpe_encoder_encode_units(encoder, units, _classes_buf(), N_CODE_POINTS,
+        check(lib.bpe_encoder_encode_units(encoder, handle, _classes_buf(), N_CODE_POINTS,
                                            _buf("int32_t[]", ids), len(ids), n_out, ends),
               "bpe_encoder_encode_units")
     finally:
-        lib.bpe_units_free(units)
+        ffi.release(handle)  # frees the units now
     return ids[:n_out[0]]
