@@ -269,13 +269,14 @@ class Tokenizer:
         if not self.fast:
             return [self.encode(t) for t in texts]
         results = self._on_threads(self._encode_group, self._batch_groups(texts))
+        ids = self._id_list([group_ids for group_ids, _ in results])  # one list: one set-up
         out: list[list[int]] = []
-        for ids, text_ends in results:
-            ids = self._id_list([ids])
-            start = 0
-            for end in text_ends.tolist():
+        start = offset = 0
+        for group_ids, text_ends in results:
+            for end in (text_ends + offset).tolist():
                 out.append(ids[start:end])
                 start = end
+            offset += len(group_ids)
         return out
 
     def _batch_groups(self, texts: list[str]) -> list[list[str]]:
