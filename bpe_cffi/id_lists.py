@@ -30,6 +30,7 @@ import numpy as np
 OBJECTS_FROM = 512  # ids from which a list is made of shared int objects
 MAX_VALUES = 1 << 18  # ... when the ids are below this
 MARSHAL_PER_VALUE = 16  # ids per possible value from which marshal makes the list
+MARSHAL_MAX_IDS = (1 << 31) - 1  # marshal's lists hold a signed 32-bit length
 
 # marshal's type codes (CPython's Python/marshal.c)
 _INT, _REF, _LIST, _TUPLE, _FLAG_REF = b"i", b"r", b"[", b"(", 0x80
@@ -48,7 +49,7 @@ class IdLists:
         """The ids of the parts, one after another, as one list."""
         n = sum(len(p) for p in parts)
         if n >= OBJECTS_FROM and self.n_values <= MAX_VALUES:
-            if n >= MARSHAL_PER_VALUE * self.n_values and marshal_refs_work():
+            if MARSHAL_PER_VALUE * self.n_values <= n <= MARSHAL_MAX_IDS and marshal_refs_work():
                 return self._by_marshal(parts, n)
             if self._objects is None:
                 self._objects = np.array(range(self.n_values), dtype=object)

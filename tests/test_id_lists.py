@@ -69,6 +69,14 @@ def test_the_default_thresholds_pick_each_way(monkeypatch):
     assert lists._objects is not None
 
 
+def test_lists_longer_than_marshal_holds_take_the_objects(monkeypatch):
+    monkeypatch.setattr(id_lists, "MARSHAL_PER_VALUE", 1)
+    monkeypatch.setattr(id_lists, "MARSHAL_MAX_IDS", 999)
+    monkeypatch.setattr(IdLists, "_by_marshal", None)  # would raise if called
+    ids = np.arange(1000, dtype=np.int32) % 37
+    assert IdLists(37)([ids]) == ids.tolist()
+
+
 def test_marshal_reads_our_stream_on_this_python():
     # If a Python ever reads marshal's format otherwise, the object way takes over (see the
     # next test), but the speed the README gives depends on this.
