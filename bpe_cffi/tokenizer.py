@@ -393,6 +393,8 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Concatenates the tokens' bytes and decodes them as UTF-8 (bad bytes -> U+FFFD)."""
+        if type(ids) is list and len(ids) < _DECODE_IN_C:  # the common case, first
+            return self._decode_join(ids)
         as_int64 = None
         if isinstance(ids, np.ndarray):
             if ids.ndim == 1 and ids.dtype.kind in "iu":
@@ -428,7 +430,7 @@ class Tokenizer:
     def _decode_join(self, ids: list) -> str:
         table = self.id_to_token
         try:
-            data = b"".join([table[i] for i in ids])
+            data = b"".join(map(table.__getitem__, ids))
         except (KeyError, TypeError):
             bad = next(i for i in ids if not isinstance(i, int) or i not in table)
             raise ValueError(f"id {bad!r} is not in the vocabulary") from None
