@@ -70,6 +70,10 @@ class Tokenizer:
                 self.token_to_id[b] = new_id
             self.special_ids[s] = self.token_to_id[b]
         self._special_id_of_bytes = {s.encode("utf-8"): i for s, i in self.special_ids.items()}
+        # (bytes, id) of the one special token, when there is exactly one: C cuts short texts
+        # at it itself.
+        self._one_special = next(iter(self._special_id_of_bytes.items())) \
+            if len(self._special_id_of_bytes) == 1 else None
         self.merges = [tuple(m) for m in merges]
         self.vocab_size = max(self.id_to_token, default=-1) + 1
         self._encoder = self._build_encoder()
@@ -233,9 +237,12 @@ class Tokenizer:
         return starts, ends, [self._special_id_of_bytes[f] for f in found] + [-1]
 
     def _short_pieces(self, data: bytes) -> tuple:
-        """The pieces to pass units.encode_gpt2(_list) for a short text: none (the whole text,
-        the common case, checked first) or _few_pieces."""
-        return self._few_pieces(data) if self._holds_special(data) else ()
+        """The pieces to pass units.encode_gpt2(_list) for a short text, with
+        special=self._one_special: none (the whole text, which C cuts at the one special if
+        there is one: the common cases) or, with several specials, _few_pieces."""
+        if self._one_special is None and self._holds_special(data):
+            return self._few_pieces(data)
+        return ()
 
     def _holds_special(self, data: bytes) -> bool:
         for s in self._special_id_of_bytes:  # a loop, not any(...): it runs once per call
@@ -246,13 +253,15 @@ class Tokenizer:
     def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
         """The fast path on UTF-8 bytes: specials located on the bytes, the rest in C."""
         if isinstance(data, bytes) and len(data) <= _SHORT_TEXT_BYTES:  # no units
-            return encode_gpt2(self._encoder, data, *self._short_pieces(data))
+            return encode_gpt2(self._encoder, data, *self._short_pieces(data),
+                               special=self._one_special)
         return encode_units(self._encoder, data, *self._pieces(data))
 
     def encode(self, text: str) -> list[int]:
         if type(text) is str and len(text) <= _LIST_DIRECT_CHARS and self.fast:
             data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
-            ids = encode_gpt2_list(self._encoder, data, *self._short_pieces(data))
+            ids = encode_gpt2_list(self._encoder, data, *self._short_pieces(data),
+                                   special=self._one_special)
             if self._missing_bytes and -1 in ids:
                 self._raise_missing_bytes(data)
             return ids

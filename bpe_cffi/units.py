@@ -166,32 +166,37 @@ def encode_units(encoder, text: bytes, starts: Sequence[int], ends: Sequence[int
 
 
 def encode_gpt2(encoder, text: bytes, starts: Sequence[int] | None = None,
-                ends: Sequence[int] | None = None, then_id: Sequence[int] | None = None
-                ) -> np.ndarray:
+                ends: Sequence[int] | None = None, then_id: Sequence[int] | None = None,
+                special: tuple[bytes, int] | None = None) -> np.ndarray:
     """encode_units for a short text, in one C call that skips the units: each pre-token is
     encoded where it occurs, which costs less than finding the distinct units when there are
-    few. Without pieces, the whole text is one piece with no special after it."""
+    few. Without pieces, the whole text is one piece, or C cuts it at the one special token
+    given as (its bytes, its id)."""
     ids = np.empty(len(text) + (1 if starts is None else len(starts)), np.int32)
     return ids[:_encode_gpt2_into(encoder, text, _buf("int32_t[]", ids), len(ids), starts, ends,
-                                  then_id)]
+                                  then_id, special)]
 
 
 def encode_gpt2_list(encoder, text: bytes, starts: Sequence[int] | None = None,
-                     ends: Sequence[int] | None = None, then_id: Sequence[int] | None = None
-                     ) -> list[int]:
+                     ends: Sequence[int] | None = None, then_id: Sequence[int] | None = None,
+                     special: tuple[bytes, int] | None = None) -> list[int]:
     """encode_gpt2 straight into a list, with no array in between: for a text of a few hundred
     characters the arrays cost more than the encoding (~1.2 us of a call)."""
     room = len(text) + (1 if starts is None else len(starts))
     ids = ffi.new("int32_t[]", room)
-    return ffi.unpack(ids, _encode_gpt2_into(encoder, text, ids, room, starts, ends, then_id))
+    return ffi.unpack(ids, _encode_gpt2_into(encoder, text, ids, room, starts, ends, then_id,
+                                             special))
 
 
-def _encode_gpt2_into(encoder, text: bytes, ids, room: int, starts, ends, then_id) -> int:
+def _encode_gpt2_into(encoder, text: bytes, ids, room: int, starts, ends, then_id,
+                      special) -> int:
     """The C call of encode_gpt2: ids (room for one id per byte and one per special) gets
     them; returns their number."""
     n_out = ffi.new("int64_t *")
     if starts is None:
+        special_bytes, special_id = special if special is not None else (b"", -1)
         check(lib.bpe_encoder_encode_gpt2_text(encoder, _buf("uint8_t[]", text), len(text),
+                                               special_bytes, len(special_bytes), special_id,
                                                _classes_buf(), N_CODE_POINTS, ids, room, n_out),
               "bpe_encoder_encode_gpt2_text")
     else:

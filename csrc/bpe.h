@@ -149,8 +149,12 @@ int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n
                             const int64_t *starts, const int64_t *ends, const int32_t *then_id,
                             int64_t n_pieces, const uint8_t *classes, int64_t n_classes,
                             int32_t *ids, int64_t out_cap, int64_t *n_out);
-/* The same for a whole text with no special token in it: one piece, text[0 .. n). */
+/* The same for a whole text, which C cuts at each leftmost non-overlapping occurrence of one
+ * special token (special_len bytes of valid UTF-8, special_id after the piece before it; no
+ * special: special_len 0): the usual case of one special, with no pieces to pass. ids needs
+ * room for n ids. */
 int bpe_encoder_encode_gpt2_text(const bpe_encoder *e, const uint8_t *text, int64_t n,
+                                 const uint8_t *special, int64_t special_len, int32_t special_id,
                                  const uint8_t *classes, int64_t n_classes, int32_t *ids,
                                  int64_t out_cap, int64_t *n_out);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "find.h"
 #include "grow.h"
 #include "rank_table.h"
 #include "units.h"
@@ -614,10 +615,34 @@ int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n
 }
 
 int bpe_encoder_encode_gpt2_text(const bpe_encoder *e, const uint8_t *text, int64_t n,
+                                 const uint8_t *special, int64_t special_len, int32_t special_id,
                                  const uint8_t *classes, int64_t n_classes, int32_t *ids,
                                  int64_t out_cap, int64_t *n_out) {
-    int64_t start = 0, end = n;
-    int32_t no_special = -1;
-    return bpe_encoder_encode_gpt2(e, text, n, &start, &end, &no_special, 1, classes, n_classes,
-                                   ids, out_cap, n_out);
+    if (!e || !classes || !n_out || n < 0 || n_classes != N_CODE_POINTS ||
+        (n > 0 && (!text || !ids)) || special_len < 0 ||
+        (special_len > 0 && (!special || special_id < 0)))
+        return BPE_EINVAL;
+    *n_out = 0;
+    /* A special's id stands for its bytes (at least one): one id per byte at most. */
+    if (out_cap < n) return BPE_EINVAL;
+    /* Cut at a special that is valid UTF-8, a valid text gives valid pieces: no match can
+     * start inside a character, whose continuation bytes no UTF-8 string starts with. */
+    if (!utf8_valid(special, special_len)) return BPE_EINVAL;
+    if (!utf8_valid(text, n)) return BPE_EUTF8;
+    int64_t *word_ends = malloc((size_t)n * sizeof *word_ends + 1);
+    if (!word_ends) return BPE_ENOMEM;
+    whole_lookups lookups = {0, 0};
+    int64_t out = 0, from = 0;
+    int rc = BPE_OK;
+    for (;;) {
+        int64_t at = special_len > 0 ? find_next(text, n, from, special, special_len) : -1;
+        rc = encode_piece_gpt2(e, text + from, (at < 0 ? n : at) - from, classes, word_ends,
+                               &lookups, ids, &out);
+        if (rc != BPE_OK || at < 0) break;
+        ids[out++] = special_id;
+        from = at + special_len;
+    }
+    free(word_ends);
+    *n_out = out;
+    return rc;
 }

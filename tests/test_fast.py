@@ -13,7 +13,7 @@ import bpe_cffi
 from bpe_cffi._lib import ffi, lib
 from bpe_cffi.pretokenize import find_all
 from bpe_cffi.units import (Counter as UnitCounter, arrays_to_counts, char_classes, encode_gpt2,
-                            encode_units)
+                            encode_gpt2_list, encode_units)
 
 import reference
 
@@ -213,6 +213,21 @@ def test_short_text_way_with_specials_equals_units_way(text):
         x.tolist() if isinstance(x, np.ndarray) else x for x in FAST._byte_specials.spans(data))
     assert encode_gpt2(FAST._encoder, data, starts, ends, then_id).tolist() == \
         encode_units(FAST._encoder, data, starts, ends, then_id).tolist()
+
+
+@given(text=st.lists(st.sampled_from(ODD + [EOT, EOT, "<|endof", "text|>", "<", "|>"]),
+                     max_size=60).map("".join))
+@settings(max_examples=200)
+def test_short_text_way_cut_at_one_special_in_c(text):
+    # With one special token, C finds it itself: the same ids as pieces found in Python.
+    data = text.encode("utf-8")
+    eot = EOT.encode()
+    starts, ends, found = FAST._byte_specials.few_spans(data)
+    then_id = [FAST.special_ids[EOT]] * len(found) + [-1]
+    want = encode_gpt2(FAST._encoder, data, starts, ends, then_id).tolist()
+    assert encode_gpt2(FAST._encoder, data, special=(eot, FAST.special_ids[EOT])).tolist() == want
+    assert encode_gpt2_list(FAST._encoder, data, special=(eot, FAST.special_ids[EOT])) == want
+    assert FAST.encode(text) == want
 
 
 def test_short_text_way_on_real_text(realmix_head):

@@ -204,13 +204,25 @@ def test_encoder_rejects_bad_ids_and_offsets():
     assert list(ids[0:n[0]]) == [256, 256]
     assert lib.bpe_encoder_encode_gpt2(enc, ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL, 0, classes,
                                        full, ffi.NULL, 0, n) == lib.BPE_OK and n[0] == 0
-    text = lib.bpe_encoder_encode_gpt2_text
-    assert text(enc, b"abab", 4, classes, full, ids, 3, n) == lib.BPE_EINVAL  # no room
-    assert text(enc, b"abab", -1, classes, full, ids, 16, n) == lib.BPE_EINVAL
-    assert text(enc, b"a\xff", 2, classes, full, ids, 16, n) == lib.BPE_EUTF8
-    assert text(enc, b"abab", 4, classes, full, ids, 16, n) == lib.BPE_OK
+    def text(data, n_data, room=16, special=b"", special_id=-1, n_classes=full):
+        return lib.bpe_encoder_encode_gpt2_text(enc, data, n_data, special, len(special),
+                                                special_id, classes, n_classes, ids, room, n)
+    assert text(b"abab", 4, room=3) == lib.BPE_EINVAL  # no room
+    assert text(b"abab", -1) == lib.BPE_EINVAL
+    assert text(b"abab", 4, n_classes=10) == lib.BPE_EINVAL
+    assert text(b"a\xff", 2) == lib.BPE_EUTF8
+    assert text(b"abab", 4) == lib.BPE_OK
     assert list(ids[0:n[0]]) == [256, 256]
-    assert text(enc, ffi.NULL, 0, classes, full, ids, 16, n) == lib.BPE_OK and n[0] == 0
+    assert text(ffi.NULL, 0) == lib.BPE_OK and n[0] == 0
+    assert text(b"abab", 4, special=b"b", special_id=-1) == lib.BPE_EINVAL  # no id
+    assert text(b"abab", 4, special=b"\x80") == lib.BPE_EINVAL  # not UTF-8
+    assert lib.bpe_encoder_encode_gpt2_text(enc, b"ab", 2, ffi.NULL, 1, 7, classes, full, ids,
+                                            16, n) == lib.BPE_EINVAL
+    assert text(b"ab|ab||", 7, room=7, special=b"|", special_id=9) == lib.BPE_OK
+    assert list(ids[0:n[0]]) == [256, 9, 256, 9, 9]
+    assert text(b"|ab", 3, room=3, special=b"|ab", special_id=9) == lib.BPE_OK
+    assert list(ids[0:n[0]]) == [9]
+    assert text(b"ab|", 3, room=2, special=b"|", special_id=9) == lib.BPE_EINVAL  # room < n
     lib.bpe_encoder_free(enc)
 
 
