@@ -49,17 +49,35 @@ class IdLists:
         """The ids of the parts, one after another, as one list."""
         n = sum(len(p) for p in parts)
         if n >= OBJECTS_FROM and self.n_values <= MAX_VALUES:
-            if MARSHAL_PER_VALUE * self.n_values <= n <= MARSHAL_MAX_IDS and marshal_refs_work():
-                return self._by_marshal(parts, n)
+            if self._marshal_pays(n):
+                return marshal.loads(_marshal_stream(self._head(), parts, n))[1]
             if self._objects is None:
                 self._objects = np.array(range(self.n_values), dtype=object)
             return self._objects[_joined(parts)].tolist()
         return _joined(parts).tolist()
 
-    def _by_marshal(self, parts: Sequence[np.ndarray], n: int) -> list[int]:
+    def split(self, parts: Sequence[np.ndarray], ends: np.ndarray) -> list[list[int]]:
+        """The ids of the parts, one after another, cut into lists: list k ends before id
+        ends[k] (int64, not decreasing, the last one the number of ids). By marshal, the lists
+        come straight out of one marshal.loads, with no long list in between to slice (and
+        for the garbage collector to walk while the lists are made)."""
+        n = sum(len(p) for p in parts)
+        if n >= OBJECTS_FROM and self.n_values <= MAX_VALUES and self._marshal_pays(n + len(ends)):
+            return marshal.loads(_marshal_lists(self._head(), _joined(parts), ends))[1]
+        ids, out, start = self(parts), [], 0
+        for end in ends.tolist():
+            out.append(ids[start:end])
+            start = end
+        return out
+
+    def _marshal_pays(self, n_records: int) -> bool:
+        return (MARSHAL_PER_VALUE * self.n_values <= n_records <= MARSHAL_MAX_IDS
+                and marshal_refs_work())
+
+    def _head(self) -> bytes:
         if self._marshal_head is None:
             self._marshal_head = _marshal_head(self.n_values)
-        return marshal.loads(_marshal_stream(self._marshal_head, parts, n))[1]
+        return self._marshal_head
 
 
 def _marshal_head(n_values: int) -> bytes:
@@ -83,6 +101,22 @@ def _marshal_stream(head: bytes, parts: Sequence[np.ndarray], n: int) -> np.ndar
     for p in parts:
         records["value"][at:at + len(p)] = p
         at += len(p)
+    return stream
+
+
+def _marshal_lists(head: bytes, ids: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """head, then a list of len(ends) lists: each a length record, then references to its
+    ids' ints."""
+    lengths = np.diff(ends, prepend=0)
+    starts = ends - lengths
+    values = np.insert(ids, starts, lengths.astype(np.int32))  # each list's length first
+    stream = np.empty(len(head) + 4 + _RECORD.itemsize * len(values), np.uint8)
+    stream[:len(head)] = np.frombuffer(head, np.uint8)
+    stream[len(head):len(head) + 4] = np.frombuffer(_int32(len(ends)), np.uint8)
+    records = stream[len(head) + 4:].view(_RECORD)
+    records["value"] = values
+    records["code"] = _REF[0]
+    records["code"][starts + np.arange(len(ends))] = _LIST[0]
     return stream
 
 

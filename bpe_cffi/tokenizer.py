@@ -278,15 +278,10 @@ class Tokenizer:
         if not self.fast:
             return [self.encode(t) for t in texts]
         results = self._on_threads(self._encode_group, self._batch_groups(texts))
-        ids = self._id_list([group_ids for group_ids, _ in results])  # one list: one set-up
-        out: list[list[int]] = []
-        start = offset = 0
-        for group_ids, text_ends in results:
-            for end in (text_ends + offset).tolist():
-                out.append(ids[start:end])
-                start = end
-            offset += len(group_ids)
-        return out
+        offsets = np.cumsum([0] + [len(group_ids) for group_ids, _ in results])
+        ends = np.concatenate([text_ends + offset for (_, text_ends), offset
+                               in zip(results, offsets)]) if results else np.empty(0, np.int64)
+        return self._id_list.split([group_ids for group_ids, _ in results], ends)
 
     def _batch_groups(self, texts: list[str]) -> list[list[str]]:
         """The texts cut into runs of about equal length, one or more per thread (as
