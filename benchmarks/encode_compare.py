@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import bpe_cffi
-from encode_phases import EOT, trained_on_corpus
+from encode_phases import EOT, tiktoken_encoding, trained_on_corpus
 
 
 def best(fn, text: str, repeat: int) -> float:
@@ -21,12 +21,9 @@ def best(fn, text: str, repeat: int) -> float:
 
 
 def main() -> None:
-    import tiktoken
     args, vocab, merges, text = trained_on_corpus(repeat=5)
     mb = len(text.encode("utf-8")) / 1e6
-    enc = tiktoken.Encoding("bench", pat_str=bpe_cffi.GPT2_PATTERN,
-                            mergeable_ranks={vocab[i]: i for i in range(256 + len(merges))},
-                            special_tokens={EOT: 256 + len(merges)})
+    enc = tiktoken_encoding(vocab, merges)
     want = enc.encode(text, allowed_special="all")
     rows = [("tiktoken encode", lambda t: enc.encode(t, allowed_special="all")),
             ("tiktoken encode_to_numpy",

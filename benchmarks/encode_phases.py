@@ -31,6 +31,14 @@ def phases(tok: bpe_cffi.Tokenizer, text: str) -> dict[str, float]:
     return {n: b - a for n, a, b in zip(names, t, t[1:])}
 
 
+def tiktoken_encoding(vocab, merges):
+    """tiktoken with our ranks and <|endoftext|> (the anchor every encoding benchmark uses)."""
+    import tiktoken
+    return tiktoken.Encoding("bench", pat_str=bpe_cffi.GPT2_PATTERN,
+                             mergeable_ranks={vocab[i]: i for i in range(256 + len(merges))},
+                             special_tokens={EOT: 256 + len(merges)})
+
+
 def trained_on_corpus(repeat: int):
     """The command line shared with encode_compare.py: (args, vocab, merges, the corpus text),
     the vocabulary trained on the corpus itself."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import bpe_cffi
-from encode_phases import EOT, trained_on_corpus
+from encode_phases import EOT, tiktoken_encoding, trained_on_corpus
 
 SIZES = (100, 300, 500, 1000, 2000)  # characters a text
 SPAN = 200_000  # characters cut into texts, for each size
@@ -27,11 +27,8 @@ def per_call(fn, texts: list[str], repeat: int) -> float:
 
 
 def main() -> None:
-    import tiktoken
     args, vocab, merges, text = trained_on_corpus(repeat=9)
-    enc = tiktoken.Encoding("bench", pat_str=bpe_cffi.GPT2_PATTERN,
-                            mergeable_ranks={vocab[i]: i for i in range(256 + len(merges))},
-                            special_tokens={EOT: 256 + len(merges)})
+    enc = tiktoken_encoding(vocab, merges)
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
 
     def tiktoken_encode(s: str) -> list[int]:

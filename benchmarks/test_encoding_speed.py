@@ -10,6 +10,7 @@ import gc
 import pytest
 
 import bpe_cffi
+from encode_phases import tiktoken_encoding
 
 EOT = "<|endoftext|>"
 VOCAB = 50_000
@@ -32,6 +33,14 @@ def setup(corpus, tmp_path_factory):
     gc.unfreeze()
 
 
+@pytest.fixture(scope="module")
+def tiktoken_enc(setup):
+    """The tiktoken anchor with the same ranks (its benchmarks are skipped without it)."""
+    pytest.importorskip("tiktoken")
+    vocab, merges, _, _, _ = setup
+    return tiktoken_encoding(vocab, merges)
+
+
 @pytest.mark.benchmark(group="encode")
 @pytest.mark.parametrize("threads", [1, None])  # None: one thread per core (the default)
 def test_encode_bpe_cffi_list(benchmark, setup, threads):
@@ -50,19 +59,11 @@ def test_encode_bpe_cffi_numpy(benchmark, setup, threads):
 
 
 @pytest.mark.benchmark(group="encode")
-def test_encode_tiktoken(benchmark, setup):
-    tiktoken = pytest.importorskip("tiktoken")
-    vocab, merges, text, _, want = setup
-    enc = tiktoken_encoding(tiktoken, vocab, merges)
-    ids = benchmark.pedantic(enc.encode, args=(text,), kwargs={"allowed_special": "all"},
-                             rounds=3, iterations=1)
+def test_encode_tiktoken(benchmark, setup, tiktoken_enc):
+    _, _, text, _, want = setup
+    ids = benchmark.pedantic(tiktoken_enc.encode, args=(text,),
+                             kwargs={"allowed_special": "all"}, rounds=3, iterations=1)
     assert ids == want
-
-
-def tiktoken_encoding(tiktoken, vocab, merges):
-    return tiktoken.Encoding("bench", pat_str=bpe_cffi.GPT2_PATTERN,
-                             mergeable_ranks={vocab[i]: i for i in range(256 + len(merges))},
-                             special_tokens={EOT: 256 + len(merges)})
 
 
 def short_texts(text: str, size: int) -> list[str]:
@@ -81,13 +82,12 @@ def test_encode_short_bpe_cffi(benchmark, setup, size):
 
 @pytest.mark.benchmark(group="encode-short")
 @pytest.mark.parametrize("size", [100, 2000])
-def test_encode_short_tiktoken(benchmark, setup, size):
-    tiktoken = pytest.importorskip("tiktoken")
+def test_encode_short_tiktoken(benchmark, setup, tiktoken_enc, size):
     vocab, merges, text, _, _ = setup
-    enc = tiktoken_encoding(tiktoken, vocab, merges)
     docs = short_texts(text, size)
-    result = benchmark.pedantic(lambda: [enc.encode(d, allowed_special="all") for d in docs],
-                                rounds=5, iterations=1)
+    result = benchmark.pedantic(
+        lambda: [tiktoken_enc.encode(d, allowed_special="all") for d in docs],
+        rounds=5, iterations=1)
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
     assert result == [tok.encode(d) for d in docs]
 
@@ -104,12 +104,10 @@ def test_encode_short_batch_bpe_cffi(benchmark, setup, size):
 
 @pytest.mark.benchmark(group="encode-short")
 @pytest.mark.parametrize("size", [100, 2000])
-def test_encode_short_batch_tiktoken(benchmark, setup, size):
-    tiktoken = pytest.importorskip("tiktoken")
+def test_encode_short_batch_tiktoken(benchmark, setup, tiktoken_enc, size):
     vocab, merges, text, _, _ = setup
-    enc = tiktoken_encoding(tiktoken, vocab, merges)
     docs = short_texts(text, size)
-    result = benchmark.pedantic(enc.encode_batch, args=(docs,),
+    result = benchmark.pedantic(tiktoken_enc.encode_batch, args=(docs,),
                                 kwargs={"allowed_special": "all"}, rounds=5, iterations=1)
     assert result == bpe_cffi.Tokenizer(vocab, merges, [EOT]).encode_batch(docs)
 
@@ -124,12 +122,11 @@ def test_encode_documents_bpe_cffi(benchmark, setup):
 
 
 @pytest.mark.benchmark(group="encode-documents")
-def test_encode_documents_tiktoken(benchmark, setup):
-    tiktoken = pytest.importorskip("tiktoken")
+def test_encode_documents_tiktoken(benchmark, setup, tiktoken_enc):
     vocab, merges, text, _, _ = setup
-    enc = tiktoken_encoding(tiktoken, vocab, merges)
     docs = text.split(EOT)
-    result = benchmark.pedantic(enc.encode_ordinary_batch, args=(docs,), rounds=3, iterations=1)
+    result = benchmark.pedantic(tiktoken_enc.encode_ordinary_batch, args=(docs,), rounds=3,
+                                iterations=1)
     assert result == bpe_cffi.Tokenizer(vocab, merges, [EOT]).encode_batch(docs)
 
 
@@ -153,8 +150,6 @@ def test_decode_bpe_cffi(benchmark, setup, kind):
 
 
 @pytest.mark.benchmark(group="decode")
-def test_decode_tiktoken(benchmark, setup):
-    tiktoken = pytest.importorskip("tiktoken")
-    vocab, merges, text, _, ids = setup
-    enc = tiktoken_encoding(tiktoken, vocab, merges)
-    assert benchmark.pedantic(enc.decode, args=(ids,), rounds=3, iterations=1) == text
+def test_decode_tiktoken(benchmark, setup, tiktoken_enc):
+    _, _, text, _, ids = setup
+    assert benchmark.pedantic(tiktoken_enc.decode, args=(ids,), rounds=3, iterations=1) == text

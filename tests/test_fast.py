@@ -318,16 +318,16 @@ def test_counter_to_dict(words):
     assert got == counts and list(got) == words
 
 
-def test_c_handles_refuse_use_after_they_are_freed(tok_for_units):
+def test_c_handles_refuse_use_after_they_are_freed():
     # The unit table and the counters are C memory that a call frees; using one again must be
     # a Python error, never a read of freed memory (it used to abort the interpreter).
     from bpe_cffi.units import encode_scanned, scan_units
     data = "the cat and the hat ".encode() * 50
     units = scan_units(data, [0], [len(data)], [-1])
-    ids = encode_scanned(tok_for_units._encoder, units, len(data) + 1)
-    assert ids.tolist() == tok_for_units.encode_to_numpy(data.decode()).tolist()
+    ids = encode_scanned(FAST._encoder, units, len(data) + 1)
+    assert ids.tolist() == FAST.encode_to_numpy(data.decode()).tolist()
     with pytest.raises(ValueError, match="already encoded"):
-        encode_scanned(tok_for_units._encoder, units, len(data) + 1)
+        encode_scanned(FAST._encoder, units, len(data) + 1)
     counter = UnitCounter()
     counter.add_units(data, [0], [len(data)])
     counter.release()
@@ -336,9 +336,3 @@ def test_c_handles_refuse_use_after_they_are_freed(tok_for_units):
                 lambda: counter.add_units(data, [0], [len(data)])):
         with pytest.raises(ValueError, match="released"):
             use()
-
-
-@pytest.fixture(scope="module")
-def tok_for_units():
-    vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 400, [EOT])
-    return bpe_cffi.Tokenizer(vocab, merges, [EOT])
