@@ -1,5 +1,6 @@
 """Encoding throughput against tiktoken in one fresh process, outside pytest: the same ranks
-(a vocabulary trained on the corpus), identical ids checked, best of --repeat for each.
+(a vocabulary trained on the corpus), identical ids checked, best of --repeat for each, every
+call on a fresh copy of the text (encode_phases.fresh).
 
 usage: python benchmarks/encode_compare.py CORPUS [--vocab-size 50000] [--repeat 5]
 """
@@ -8,14 +9,15 @@ from __future__ import annotations
 import time
 
 import bpe_cffi
-from encode_phases import EOT, tiktoken_encoding, trained_on_corpus
+from encode_phases import EOT, fresh, tiktoken_encoding, trained_on_corpus
 
 
 def best(fn, text: str, repeat: int) -> float:
     times = []
     for _ in range(repeat):
+        copy = fresh(text)
         t = time.perf_counter()
-        fn(text)
+        fn(copy)
         times.append(time.perf_counter() - t)
     return min(times)
 

@@ -1,6 +1,7 @@
 """The per-call cost of encoding short texts, against tiktoken: 200 000 characters of the corpus
 cut into texts of each size (and, last, texts of 100 characters ending in <|endoftext|>), each
-encoded with its own call (best of --repeat passes), ids checked against tiktoken's.
+encoded with its own call (best of --repeat passes, each on fresh copies of the texts:
+encode_phases.fresh), ids checked against tiktoken's.
 
 usage: python benchmarks/encode_short.py CORPUS [--vocab-size 50000] [--repeat 9]
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 import time
 
 import bpe_cffi
-from encode_phases import EOT, tiktoken_encoding, trained_on_corpus
+from encode_phases import EOT, fresh, tiktoken_encoding, trained_on_corpus
 
 SIZES = (100, 300, 500, 1000, 2000)  # characters a text
 SPAN = 200_000  # characters cut into texts, for each size
@@ -19,8 +20,9 @@ def per_call(fn, texts: list[str], repeat: int) -> float:
     """Best time of one call, in microseconds, over repeat passes through texts."""
     best = float("inf")
     for _ in range(repeat):
+        copies = [fresh(s) for s in texts]
         t = time.perf_counter()
-        for s in texts:
+        for s in copies:
             fn(s)
         best = min(best, time.perf_counter() - t)
     return best / len(texts) * 1e6

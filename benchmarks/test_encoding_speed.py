@@ -2,6 +2,7 @@
 ranks (a 50 000-token vocabulary trained on the benchmark corpus), identical ids checked: the
 whole corpus as one text; 2 000 short texts, one call each (the per-call cost) and as one
 batch; the corpus's documents (split at <|endoftext|>) as one batch; decoding the corpus's ids.
+Every round encodes fresh copies of its texts (encode_phases.fresh), for every library alike.
 
     pytest benchmarks/test_encoding_speed.py --benchmark-only
 """
@@ -10,7 +11,7 @@ import gc
 import pytest
 
 import bpe_cffi
-from encode_phases import tiktoken_encoding
+from encode_phases import fresh, tiktoken_encoding
 
 EOT = "<|endoftext|>"
 VOCAB = 50_000
@@ -41,12 +42,20 @@ def tiktoken_enc(setup):
     return tiktoken_encoding(vocab, merges)
 
 
+def on_fresh(benchmark, fn, texts, rounds: int, **kwargs):
+    """benchmark.pedantic(fn, (texts,), kwargs), each round on fresh copies of texts (a str or a
+    list of them): no round finds the UTF-8 that an earlier call left in a str."""
+    def setup():
+        return (fresh(texts) if isinstance(texts, str) else [fresh(t) for t in texts],), kwargs
+    return benchmark.pedantic(fn, setup=setup, rounds=rounds, iterations=1)
+
+
 @pytest.mark.benchmark(group="encode")
 @pytest.mark.parametrize("threads", [1, None])  # None: one thread per core (the default)
 def test_encode_bpe_cffi_list(benchmark, setup, threads):
     vocab, merges, text, _, want = setup
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=threads)
-    assert benchmark.pedantic(tok.encode, args=(text,), rounds=3, iterations=1) == want
+    assert on_fresh(benchmark, tok.encode, text, rounds=3) == want
 
 
 @pytest.mark.benchmark(group="encode")
@@ -54,15 +63,14 @@ def test_encode_bpe_cffi_list(benchmark, setup, threads):
 def test_encode_bpe_cffi_numpy(benchmark, setup, threads):
     vocab, merges, text, _, want = setup
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=threads)
-    ids = benchmark.pedantic(tok.encode_to_numpy, args=(text,), rounds=3, iterations=1)
+    ids = on_fresh(benchmark, tok.encode_to_numpy, text, rounds=3)
     assert ids.tolist() == want
 
 
 @pytest.mark.benchmark(group="encode")
 def test_encode_tiktoken(benchmark, setup, tiktoken_enc):
     _, _, text, _, want = setup
-    ids = benchmark.pedantic(tiktoken_enc.encode, args=(text,),
-                             kwargs={"allowed_special": "all"}, rounds=3, iterations=1)
+    ids = on_fresh(benchmark, tiktoken_enc.encode, text, rounds=3, allowed_special="all")
     assert ids == want
 
 
@@ -76,7 +84,7 @@ def test_encode_short_bpe_cffi(benchmark, setup, size):
     vocab, merges, text, _, _ = setup
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
     docs = short_texts(text, size)
-    result = benchmark.pedantic(lambda: [tok.encode(d) for d in docs], rounds=5, iterations=1)
+    result = on_fresh(benchmark, lambda texts: [tok.encode(d) for d in texts], docs, rounds=5)
     assert sum(map(len, result)) > len(docs)  # the ids are compared in the tiktoken test
 
 
@@ -85,9 +93,9 @@ def test_encode_short_bpe_cffi(benchmark, setup, size):
 def test_encode_short_tiktoken(benchmark, setup, tiktoken_enc, size):
     vocab, merges, text, _, _ = setup
     docs = short_texts(text, size)
-    result = benchmark.pedantic(
-        lambda: [tiktoken_enc.encode(d, allowed_special="all") for d in docs],
-        rounds=5, iterations=1)
+    result = on_fresh(
+        benchmark, lambda texts: [tiktoken_enc.encode(d, allowed_special="all") for d in texts],
+        docs, rounds=5)
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
     assert result == [tok.encode(d) for d in docs]
 
@@ -98,7 +106,7 @@ def test_encode_short_batch_bpe_cffi(benchmark, setup, size):
     vocab, merges, text, _, _ = setup
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
     docs = short_texts(text, size)
-    result = benchmark.pedantic(tok.encode_batch, args=(docs,), rounds=5, iterations=1)
+    result = on_fresh(benchmark, tok.encode_batch, docs, rounds=5)
     assert result == [tok.encode(d) for d in docs]
 
 
@@ -107,8 +115,8 @@ def test_encode_short_batch_bpe_cffi(benchmark, setup, size):
 def test_encode_short_batch_tiktoken(benchmark, setup, tiktoken_enc, size):
     vocab, merges, text, _, _ = setup
     docs = short_texts(text, size)
-    result = benchmark.pedantic(tiktoken_enc.encode_batch, args=(docs,),
-                                kwargs={"allowed_special": "all"}, rounds=5, iterations=1)
+    result = on_fresh(benchmark, tiktoken_enc.encode_batch, docs, rounds=5,
+                      allowed_special="all")
     assert result == bpe_cffi.Tokenizer(vocab, merges, [EOT]).encode_batch(docs)
 
 
@@ -117,7 +125,7 @@ def test_encode_documents_bpe_cffi(benchmark, setup):
     vocab, merges, text, _, _ = setup
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
     docs = text.split(EOT)
-    result = benchmark.pedantic(tok.encode_batch, args=(docs,), rounds=3, iterations=1)
+    result = on_fresh(benchmark, tok.encode_batch, docs, rounds=3)
     assert sum(map(len, result)) > len(docs)  # the ids are compared in the tiktoken test
 
 
@@ -125,8 +133,7 @@ def test_encode_documents_bpe_cffi(benchmark, setup):
 def test_encode_documents_tiktoken(benchmark, setup, tiktoken_enc):
     vocab, merges, text, _, _ = setup
     docs = text.split(EOT)
-    result = benchmark.pedantic(tiktoken_enc.encode_ordinary_batch, args=(docs,), rounds=3,
-                                iterations=1)
+    result = on_fresh(benchmark, tiktoken_enc.encode_ordinary_batch, docs, rounds=3)
     assert result == bpe_cffi.Tokenizer(vocab, merges, [EOT]).encode_batch(docs)
 
 
@@ -135,7 +142,7 @@ def test_encode_hf_tokenizers(benchmark, setup):
     tokenizers = pytest.importorskip("tokenizers")
     _, _, text, out, want = setup
     hf = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
-    enc = benchmark.pedantic(hf.encode, args=(text,), rounds=3, iterations=1)
+    enc = on_fresh(benchmark, hf.encode, text, rounds=3)
     assert enc.ids == want
 
 
