@@ -6,8 +6,6 @@
 
 #include "bpe.h"
 
-#define FILTER_BITS_PER_MERGE 16
-
 int rank_table_init(rank_table *t, const int32_t *left, const int32_t *right, int64_t n) {
     memset(t, 0, sizeof *t);
     int64_t n_slots = 64;
@@ -15,23 +13,21 @@ int rank_table_init(rank_table *t, const int32_t *left, const int32_t *right, in
         if (n_slots > INT64_MAX / 4) return BPE_EOVERFLOW;
         n_slots *= 2;
     }
-    int log2_bits = 12; /* at least 512 bytes */
-    while (log2_bits < 62 && ((int64_t)1 << log2_bits) / FILTER_BITS_PER_MERGE < n) log2_bits++;
-    if ((uint64_t)n_slots > SIZE_MAX / sizeof *t->slot || log2_bits > 40) return BPE_EOVERFLOW;
+    if ((uint64_t)n_slots > SIZE_MAX / sizeof *t->slot) return BPE_EOVERFLOW;
+    int rc = bit_filter_init(&t->merges, n);
+    if (rc != BPE_OK) return rc;
     t->slot = malloc((size_t)n_slots * sizeof *t->slot);
     t->pair = malloc((size_t)n * sizeof *t->pair + 1);
-    t->filter = calloc(((size_t)1 << log2_bits) / 64, sizeof *t->filter);
-    if (!t->slot || !t->pair || !t->filter) {
+    if (!t->slot || !t->pair) {
         rank_table_free(t);
         return BPE_ENOMEM;
     }
     t->mask = n_slots - 1;
-    t->filter_shift = 64 - log2_bits;
     for (int64_t i = 0; i < n_slots; i++) t->slot[i] = -1;
     for (int64_t r = 0; r < n; r++) {
-        uint64_t key = pair_key(left[r], right[r]), bit = rank_filter_bit(t, key);
+        uint64_t key = pair_key(left[r], right[r]);
         t->pair[r] = key;
-        t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
+        bit_filter_add(&t->merges, rank_filter_hash(key));
         uint64_t i = pair_map_slot_of(key, n_slots);
         while (t->slot[i] >= 0 && t->pair[t->slot[i]] != key) i = (i + 1) & (uint64_t)t->mask;
         if (t->slot[i] < 0) t->slot[i] = (int32_t)r; /* else: listed before, keep that rank */
@@ -42,6 +38,6 @@ int rank_table_init(rank_table *t, const int32_t *left, const int32_t *right, in
 void rank_table_free(rank_table *t) {
     free(t->slot);
     free(t->pair);
-    free(t->filter);
+    bit_filter_free(&t->merges);
     memset(t, 0, sizeof *t);
 }

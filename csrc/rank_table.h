@@ -5,42 +5,38 @@
  * confirm a match; for 50 000 merges that is 512 KB of slots plus 400 KB of pairs, against
  * 2 MB for slots holding key and value. Linear probing, at most half full.
  *
- * In front of it, a filter: one bit per hash value of a pair, set for the merges' pairs, about
- * sixteen bits per merge (128 KB for 50 000). Half of all lookups are of pairs that are not
- * merges (a word's last tokens are all such pairs), and the filter turns all but ~1 in 20 of
- * those away with one read of a table small enough to stay in a core's L2, instead of a probe
- * of the slots and the pairs that does not (realmix's 230 k distinct pre-tokens that are not
- * tokens: 4.0 M lookups, 2.1 M of them of no merge; their BPE took 77-81 ms with the filter
- * against 96-99 ms without it). */
+ * A filter of the merges' pairs comes first (bit_filter.h, 128 KB for 50 000 merges): half of
+ * all lookups are of pairs that are no merge (a word's last tokens are all such pairs), and
+ * the filter turns ~95% of those away without a probe (realmix's 230 k distinct pre-tokens
+ * that are not tokens: 4.0 M lookups, 2.1 M of no merge; their BPE took 77-81 ms with the
+ * filter against 96-99 ms without it). */
 #ifndef RANK_TABLE_H
 #define RANK_TABLE_H
 
 #include <stdint.h>
 
+#include "bit_filter.h"
 #include "pair_map.h"
 
 typedef struct {
-    int32_t *slot;   /* a rank, or -1: free */
-    uint64_t *pair;  /* pair[rank]: pair_key(left, right) of merge `rank` */
-    int64_t mask;    /* number of slots - 1 */
-    uint64_t *filter; /* bit rank_filter_bit(pair): set if a merge's pair has that bit */
-    int filter_shift; /* 64 - log2 of the number of bits */
+    int32_t *slot;     /* a rank, or -1: free */
+    uint64_t *pair;    /* pair[rank]: pair_key(left, right) of merge `rank` */
+    int64_t mask;      /* number of slots - 1 */
+    bit_filter merges; /* rank_filter_hash of every merge's pair */
 } rank_table;
 
 /* Merge r joins (left[r], right[r]); a pair listed twice keeps its first rank. */
 int rank_table_init(rank_table *t, const int32_t *left, const int32_t *right, int64_t n);
 void rank_table_free(rank_table *t);
 
-/* The filter's bit for a pair key: the top bits of a multiplicative hash, which the slot
- * index (pair_map_slot_of, from a different multiplier) does not determine. */
-static inline uint64_t rank_filter_bit(const rank_table *t, uint64_t key) {
-    return (key * 0xD6E8FEB86659FD93ull) >> t->filter_shift;
-}
+/* The pair's hash for the filter: its top bits come from a multiplier other than the one
+ * pair_map_slot_of uses, so the filter and the slot index do not go together. */
+static inline uint64_t rank_filter_hash(uint64_t key) { return key * 0xD6E8FEB86659FD93ull; }
 
 /* The rank of pair (a, b), or -1 if it is not a merge. */
 static inline int32_t rank_table_get(const rank_table *t, int32_t a, int32_t b) {
-    uint64_t key = pair_key(a, b), bit = rank_filter_bit(t, key);
-    if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) return -1;
+    uint64_t key = pair_key(a, b);
+    if (!bit_filter_may_hold(&t->merges, rank_filter_hash(key))) return -1;
     for (uint64_t i = pair_map_slot_of(key, t->mask + 1);; i = (i + 1) & (uint64_t)t->mask) {
         int32_t r = t->slot[i];
         if (r < 0 || t->pair[r] == key) return r;
