@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bit_filter.h"
 #include "bpe.h"
 #include "find.h"
 #include "grow.h"
@@ -37,6 +38,7 @@ struct bpe_encoder {
     /* Byte strings that encode to a single token, with that token as their count: see
      * find_whole_tokens. */
     word_table whole;
+    bit_filter whole_hashes; /* the word hash of every key in whole */
 };
 
 static inline int32_t rank_of(const bpe_encoder *e, int32_t a, int32_t b) {
@@ -88,6 +90,7 @@ void bpe_encoder_free(bpe_encoder *e) {
     free(e->merged);
     free(e->byte_pair_rank);
     word_table_free(&e->whole);
+    bit_filter_free(&e->whole_hashes);
     free(e);
 }
 
@@ -105,7 +108,10 @@ void bpe_encoder_free(bpe_encoder *e) {
 
 static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t *right,
                              int64_t n_merges, int64_t n_ids) {
-    if (n_ids > WHOLE_MAX_IDS(n_merges)) return word_table_init(&e->whole, 0);
+    if (n_ids > WHOLE_MAX_IDS(n_merges)) {
+        int rc = word_table_init(&e->whole, 0);
+        return rc == BPE_OK ? bit_filter_init(&e->whole_hashes, 0) : rc;
+    }
     int64_t *at = malloc((size_t)n_ids * sizeof *at + 1); /* spelling of id: arena + at[id] */
     int32_t *len = malloc((size_t)n_ids * sizeof *len + 1); /* its length; -1: none */
     int rc = at && len ? word_table_init(&e->whole, n_merges) : BPE_ENOMEM;
@@ -150,32 +156,26 @@ static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t 
         if (rc == BPE_OK) rc = word_batch_flush(&e->whole, &batch); /* so find sees it */
     }
     free(at), free(len), free(arena);
+    if (rc == BPE_OK) rc = bit_filter_init(&e->whole_hashes, e->whole.n);
+    for (int64_t s = 0; rc == BPE_OK && s < e->whole.n; s++)
+        bit_filter_add(&e->whole_hashes, e->whole.hash[s]);
     return rc;
 }
 
-/* Lookups in e->whole pay while most words are whole tokens, as nearly all of a short
- * text's are (common words); most distinct words of a long text are rare ones, which a
- * lookup only delays. Words come in order of first occurrence, common ones early, so a call
- * stops looking once fewer than half of its lookups have found the word (realmix: 84% of its
- * first 1 000 distinct pre-tokens are tokens, 51% of the first 8 192, 12% of all 261 k). */
-#define WHOLE_TRIAL 64 /* lookups a call makes before it judges */
-
-typedef struct {
-    int64_t looked, found;
-} whole_lookups;
-
-static inline int whole_worth_looking(const whole_lookups *wl, int64_t len) {
-    return len >= 2 && len <= SHORT_WORD &&
-           (wl->looked < WHOLE_TRIAL || 2 * wl->found >= wl->looked);
+/* Most words of a short text are whole tokens (common words); most distinct words of a long
+ * text are not (realmix: 84% of its first 1 000 distinct pre-tokens are tokens, 12% of all
+ * 261 k). A lookup in e->whole misses the cache (~4 MB for 50 000 tokens), so the filter of
+ * its hashes comes first: a word that is no token is turned away ~95% of the time by one read
+ * of a table that stays in L2 (128 KB), and every whole token is found, however rare. */
+static inline int whole_may_hold(const bpe_encoder *e, const word_key *k) {
+    return k->len >= 2 && k->len <= SHORT_WORD && bit_filter_may_hold(&e->whole_hashes, k->hash);
 }
 
 /* Looks the word k (from word_key_of) up in e->whole: 1, with its token in ids[0], if its
  * encoding is that one token. */
-static int find_whole(const bpe_encoder *e, const word_key *k, whole_lookups *wl, int32_t *ids) {
+static int find_whole(const bpe_encoder *e, const word_key *k, int32_t *ids) {
     int64_t id;
-    wl->looked++;
-    if (!word_table_find(&e->whole, k, &id)) return 0;
-    wl->found++;
+    if (!whole_may_hold(e, k) || !word_table_find(&e->whole, k, &id)) return 0;
     ids[0] = (int32_t)id; /* a token id */
     return 1;
 }
@@ -310,12 +310,10 @@ static int encode_word(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_
     return encode_long(e, w, n, ids, k);
 }
 
-/* Encodes the word k (from word_key_of): one lookup while the call still looks and the word
- * is a whole token, else merge by merge. (The unit path reads its keys from a table, and
- * only when it looks: it calls find_whole itself.) */
-static int encode_key(const bpe_encoder *e, const word_key *k, whole_lookups *wl, int32_t *ids,
-                      int64_t *n_ids) {
-    if (whole_worth_looking(wl, k->len) && find_whole(e, k, wl, ids)) {
+/* Encodes the word k (from word_key_of): one lookup if it is a whole token, else merge by
+ * merge. */
+static int encode_key(const bpe_encoder *e, const word_key *k, int32_t *ids, int64_t *n_ids) {
+    if (find_whole(e, k, ids)) {
         *n_ids = 1;
         return BPE_OK;
     }
@@ -349,7 +347,6 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
     if (!cache) return BPE_ENOMEM;
     for (int64_t i = 0; i < cap; i++) cache[i].word = -1;
     int64_t cached = 0, out = 0;
-    whole_lookups lookups = {0, 0};
     int rc = BPE_OK;
 
     for (int64_t wi = 0; wi < n_words && rc == BPE_OK; wi++) {
@@ -373,7 +370,7 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
             continue;
         }
         int64_t k;
-        if ((rc = encode_key(e, &key, &lookups, &ids[out], &k)) != BPE_OK) break;
+        if ((rc = encode_key(e, &key, &ids[out], &k)) != BPE_OK) break;
         if (2 * (cached + 1) <= cap) { /* a full cache just stops learning */
             cache[slot] = (cache_slot){h, offsets[wi], n, out, k};
             cached++;
@@ -503,15 +500,17 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
     int32_t *piece_ids = malloc((size_t)pieces.n_bytes * sizeof *piece_ids + 1);
     if (rc == BPE_OK && (!piece_start || !piece_ids)) rc = BPE_ENOMEM;
     int64_t n_piece_ids = 0;
-    whole_lookups lookups = {0, 0};
     for (int64_t s = 0; rc == BPE_OK && s < pieces.n; s++) {
         int64_t len, m;
         const uint8_t *p = word_table_key(&pieces, s, &len);
         piece_start[s] = n_piece_ids;
-        if (whole_worth_looking(&lookups, len)) {
+        /* The key from the table: its hash for the filter, its slot (read only if the filter
+         * lets the word through) for the lookup. */
+        word_key key = {p, len, 0, 0, pieces.hash[s]};
+        if (whole_may_hold(e, &key)) {
             const word_slot *slot = &pieces.slots[pieces.slot_of[s]];
-            word_key key = {p, len, slot->head, slot->tail, pieces.hash[s]};
-            if (find_whole(e, &key, &lookups, piece_ids + n_piece_ids)) {
+            key.head = slot->head, key.tail = slot->tail;
+            if (find_whole(e, &key, piece_ids + n_piece_ids)) {
                 n_piece_ids++;
                 continue;
             }
@@ -561,8 +560,8 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
 /* Encodes UTF-8 text[0 .. n) (already validated) at ids + *out: GPT-2's pre-tokens, each
  * where it occurs; ends is scratch with room for n. */
 static int encode_piece_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n,
-                             const uint8_t *classes, int64_t *ends, whole_lookups *lookups,
-                             int32_t *ids, int64_t *out) {
+                             const uint8_t *classes, int64_t *ends, int32_t *ids,
+                             int64_t *out) {
     int64_t n_words = n > 0 ? gpt2_split(text, n, classes, ends) : 0, from = 0;
     for (int64_t j = 0; j < n_words; from = ends[j++]) {
         const uint8_t *w = text + from;
@@ -572,7 +571,7 @@ static int encode_piece_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t 
             continue;
         }
         word_key key = word_key_of(w, len, n - from);
-        int rc = encode_key(e, &key, lookups, ids + *out, &m);
+        int rc = encode_key(e, &key, ids + *out, &m);
         if (rc != BPE_OK) return rc;
         *out += m;
     }
@@ -601,12 +600,11 @@ int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n
         if (!utf8_valid(text + starts[p], ends[p] - starts[p])) return BPE_EUTF8;
     int64_t *word_ends = malloc((size_t)longest * sizeof *word_ends + 1);
     if (!word_ends) return BPE_ENOMEM;
-    whole_lookups lookups = {0, 0};
     int64_t out = 0;
     int rc = BPE_OK;
     for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++) {
-        rc = encode_piece_gpt2(e, text + starts[p], ends[p] - starts[p], classes, word_ends,
-                               &lookups, ids, &out);
+        rc = encode_piece_gpt2(e, text + starts[p], ends[p] - starts[p], classes, word_ends, ids,
+                               &out);
         if (rc == BPE_OK && then_id[p] >= 0) ids[out++] = then_id[p];
     }
     free(word_ends);
@@ -631,13 +629,12 @@ int bpe_encoder_encode_gpt2_text(const bpe_encoder *e, const uint8_t *text, int6
     if (!utf8_valid(text, n)) return BPE_EUTF8;
     int64_t *word_ends = malloc((size_t)n * sizeof *word_ends + 1);
     if (!word_ends) return BPE_ENOMEM;
-    whole_lookups lookups = {0, 0};
     int64_t out = 0, from = 0;
     int rc = BPE_OK;
     for (;;) {
         int64_t at = special_len > 0 ? find_next(text, n, from, special, special_len) : -1;
-        rc = encode_piece_gpt2(e, text + from, (at < 0 ? n : at) - from, classes, word_ends,
-                               &lookups, ids, &out);
+        rc = encode_piece_gpt2(e, text + from, (at < 0 ? n : at) - from, classes, word_ends, ids,
+                               &out);
         if (rc != BPE_OK || at < 0) break;
         ids[out++] = special_id;
         from = at + special_len;
