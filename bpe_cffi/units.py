@@ -172,7 +172,7 @@ def encode_gpt2(encoder, text: bytes, starts: Sequence[int] | None = None,
     encoded where it occurs, which costs less than finding the distinct units when there are
     few. Without pieces, the whole text is one piece, or C cuts it at the one special token
     given as (its bytes, its id)."""
-    ids = np.empty(len(text) + (1 if starts is None else len(starts)), np.int32)
+    ids = np.empty(_gpt2_room(text, starts), np.int32)
     return ids[:_encode_gpt2_into(encoder, text, _buf("int32_t[]", ids), len(ids), starts, ends,
                                   then_id, special)]
 
@@ -182,10 +182,16 @@ def encode_gpt2_list(encoder, text: bytes, starts: Sequence[int] | None = None,
                      special: tuple[bytes, int] | None = None) -> list[int]:
     """encode_gpt2 straight into a list, with no array in between: for a text of a few hundred
     characters the arrays cost more than the encoding (~1.2 us of a call)."""
-    room = len(text) + (1 if starts is None else len(starts))
+    room = _gpt2_room(text, starts)
     ids = ffi.new("int32_t[]", room)
     return ffi.unpack(ids, _encode_gpt2_into(encoder, text, ids, room, starts, ends, then_id,
                                              special))
+
+
+def _gpt2_room(text: bytes, starts: Sequence[int] | None) -> int:
+    """Ids that encode_gpt2 may write: one per byte and one per special (a piece's, or, for
+    a whole text, one more than it needs, so that an empty text still has room)."""
+    return len(text) + (1 if starts is None else len(starts))
 
 
 def _encode_gpt2_into(encoder, text: bytes, ids, room: int, starts, ends, then_id,

@@ -171,11 +171,11 @@ static inline int whole_may_hold(const bpe_encoder *e, const word_key *k) {
     return k->len >= 2 && k->len <= SHORT_WORD && bit_filter_may_hold(&e->whole_hashes, k->hash);
 }
 
-/* Looks the word k (from word_key_of) up in e->whole: 1, with its token in ids[0], if its
- * encoding is that one token. */
+/* Looks the word k (from word_key_of), which whole_may_hold let through, up in e->whole: 1,
+ * with its token in ids[0], if its encoding is that one token. */
 static int find_whole(const bpe_encoder *e, const word_key *k, int32_t *ids) {
     int64_t id;
-    if (!whole_may_hold(e, k) || !word_table_find(&e->whole, k, &id)) return 0;
+    if (!word_table_find(&e->whole, k, &id)) return 0;
     ids[0] = (int32_t)id; /* a token id */
     return 1;
 }
@@ -313,7 +313,7 @@ static int encode_word(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_
 /* Encodes the word k (from word_key_of): one lookup if it is a whole token, else merge by
  * merge. */
 static int encode_key(const bpe_encoder *e, const word_key *k, int32_t *ids, int64_t *n_ids) {
-    if (find_whole(e, k, ids)) {
+    if (whole_may_hold(e, k) && find_whole(e, k, ids)) {
         *n_ids = 1;
         return BPE_OK;
     }
