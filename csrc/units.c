@@ -9,7 +9,8 @@
 
 #include "bpe.h"
 
-int bpe_is_whitespace(uint32_t cp) {
+/* Inline here (units_add asks about every non-ASCII character); bpe_is_whitespace exports it. */
+static inline int is_whitespace(uint32_t cp) {
     if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
     if (cp < 0x85) return 0;
     switch (cp) {
@@ -21,8 +22,38 @@ int bpe_is_whitespace(uint32_t cp) {
     }
 }
 
-/* Decodes the character at t[i]; returns its length in bytes, or 0 if invalid. */
-static int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
+int bpe_is_whitespace(uint32_t cp) { return is_whitespace(cp); }
+
+static int decode_utf8_any(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp);
+
+/* Decodes the character at t[i]; returns its length in bytes, or 0 if invalid. ASCII and
+ * well-formed two- and three-byte characters (Cyrillic, Greek, CJK: most of what is not
+ * ASCII) are decoded inline; the rest, and every invalid sequence, by decode_utf8_any. */
+static inline int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
+    uint8_t b = t[i];
+    if (b < 0x80) {
+        *cp = b;
+        return 1;
+    }
+    if (b >= 0xC2 && b <= 0xDF && i + 1 < n && (t[i + 1] & 0xC0) == 0x80) {
+        *cp = (uint32_t)(b & 0x1F) << 6 | (t[i + 1] & 0x3F);
+        return 2; /* lead bytes from 0xC2 on cannot be overlong */
+    }
+    if (b >= 0xE0 && b <= 0xEF && i + 2 < n && (t[i + 1] & 0xC0) == 0x80 &&
+        (t[i + 2] & 0xC0) == 0x80) {
+        uint32_t c = (uint32_t)(b & 0x0F) << 12 | (uint32_t)(t[i + 1] & 0x3F) << 6 |
+                     (t[i + 2] & 0x3F);
+        if (c >= 0x800 && (c < 0xD800 || c > 0xDFFF)) { /* not overlong, not a surrogate */
+            *cp = c;
+            return 3;
+        }
+        return 0;
+    }
+    return decode_utf8_any(t, n, i, cp);
+}
+
+/* decode_utf8 for any lead byte. */
+static int decode_utf8_any(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
     uint8_t b = t[i];
     if (b < 0x80) {
         *cp = b;
@@ -149,7 +180,7 @@ int units_add(word_table *t, word_batch *batch, const uint8_t *text, int64_t n, 
             if (len == 0) return BPE_EUTF8;
             uint64_t bits = (((uint64_t)1 << len) - 1) << k; /* the part inside this block */
             if (k + len > 64) next_cont = ((uint64_t)1 << (k + len - 64)) - 1;
-            if (bpe_is_whitespace(cp)) space |= bits, next_space = next_cont;
+            if (is_whitespace(cp)) space |= bits, next_space = next_cont;
             high &= ~bits;
         }
         uint64_t ends = space & ~((space << 1) | after_space);

@@ -113,7 +113,8 @@ def test_unit_edges_across_blocks():
 
 
 @pytest.mark.parametrize("bad", [b"\xff", b"\x80", b"\xc3(", b"\xe2\x80 ", b"\xc0\xaf",
-                                 b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe3\x80"])
+                                 b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe3\x80",
+                                 b"\xe0\x80\xaf", b"\xe0\x9f\xbf"])  # overlong, 3 bytes
 def test_invalid_utf8_found_at_every_block_offset(bad):
     for pos in EDGES:
         for lead in (b"x", b" "):
@@ -244,7 +245,8 @@ def test_short_text_way_on_real_text(realmix_head):
 
 
 @pytest.mark.parametrize("bad", [b"\xff", b"\x80", b"\xc3(", b"\xe2\x80 ", b"\xc0\xaf",
-                                 b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe3\x80"])
+                                 b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe3\x80",
+                                 b"\xe0\x80\xaf", b"\xe0\x9f\xbf"])  # overlong, 3 bytes
 def test_short_text_way_refuses_invalid_utf8(bad):
     for pos in range(0, 20):
         for lead in (b"x", b" "):
