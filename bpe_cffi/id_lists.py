@@ -49,7 +49,7 @@ class IdLists:
     def __call__(self, parts: Sequence[np.ndarray]) -> list[int]:
         """The ids of the parts, one after another, as one list."""
         n = sum(len(p) for p in parts)
-        if n >= OBJECTS_FROM and self.n_values <= MAX_VALUES:
+        if self._shares_ints(n):
             if self._marshal_pays(n):
                 return marshal.loads(_marshal_stream(self._head(), parts, n))[1]
             if self._objects is None:
@@ -63,13 +63,17 @@ class IdLists:
         come straight out of one marshal.loads, with no long list in between to slice (and
         for the garbage collector to walk while the lists are made)."""
         n = sum(len(p) for p in parts)
-        if n >= OBJECTS_FROM and self.n_values <= MAX_VALUES and self._marshal_pays(n + len(ends)):
+        if self._shares_ints(n) and self._marshal_pays(n + len(ends)):
             return marshal.loads(_marshal_lists(self._head(), _joined(parts), ends))[1]
         ids, out, start = self(parts), [], 0
         for end in ends.tolist():
             out.append(ids[start:end])
             start = end
         return out
+
+    def _shares_ints(self, n_ids: int) -> bool:
+        """Whether n ids are made a list of shared int objects rather than by tolist()."""
+        return n_ids >= OBJECTS_FROM and self.n_values <= MAX_VALUES
 
     def _marshal_pays(self, n_records: int) -> bool:
         return (MARSHAL_PER_VALUE * self.n_values <= n_records <= MARSHAL_MAX_IDS

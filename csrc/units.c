@@ -24,7 +24,29 @@ static inline int is_whitespace(uint32_t cp) {
 
 int bpe_is_whitespace(uint32_t cp) { return is_whitespace(cp); }
 
-static int decode_utf8_any(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp);
+/* decode_utf8 for a lead byte of 0x80 or more (it decodes ASCII itself): any length, and
+ * every invalid sequence. */
+static int decode_utf8_any(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
+    uint8_t b = t[i];
+    int len;
+    uint32_t min;
+    if (b >= 0xC2 && b <= 0xDF) {
+        len = 2, min = 0x80, *cp = b & 0x1F;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        len = 3, min = 0x800, *cp = b & 0x0F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        len = 4, min = 0x10000, *cp = b & 0x07;
+    } else {
+        return 0;
+    }
+    if (i + len > n) return 0;
+    for (int k = 1; k < len; k++) {
+        if ((t[i + k] & 0xC0) != 0x80) return 0;
+        *cp = (*cp << 6) | (t[i + k] & 0x3F);
+    }
+    if (*cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) return 0;
+    return len;
+}
 
 /* Decodes the character at t[i]; returns its length in bytes, or 0 if invalid. ASCII and
  * well-formed two- and three-byte characters (Cyrillic, Greek, CJK: most of what is not
@@ -50,33 +72,6 @@ static inline int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *
         return 0;
     }
     return decode_utf8_any(t, n, i, cp);
-}
-
-/* decode_utf8 for any lead byte. */
-static int decode_utf8_any(const uint8_t *t, int64_t n, int64_t i, uint32_t *cp) {
-    uint8_t b = t[i];
-    if (b < 0x80) {
-        *cp = b;
-        return 1;
-    }
-    int len;
-    uint32_t min;
-    if (b >= 0xC2 && b <= 0xDF) {
-        len = 2, min = 0x80, *cp = b & 0x1F;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-        len = 3, min = 0x800, *cp = b & 0x0F;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        len = 4, min = 0x10000, *cp = b & 0x07;
-    } else {
-        return 0;
-    }
-    if (i + len > n) return 0;
-    for (int k = 1; k < len; k++) {
-        if ((t[i + k] & 0xC0) != 0x80) return 0;
-        *cp = (*cp << 6) | (t[i + k] & 0x3F);
-    }
-    if (*cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) return 0;
-    return len;
 }
 
 int utf8_valid(const uint8_t *text, int64_t n) {
