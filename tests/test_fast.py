@@ -320,6 +320,26 @@ def test_counter_to_dict(words):
     assert got == counts and list(got) == words
 
 
+@pytest.mark.parametrize("text", ["the cat and the", "the cat and the hat", "the cat and the hat zqxj",
+                                  "the cat and the hat zqxjkvwpq", "the cat " + EOT,
+                                  "the cat and the hat  ", "a"])
+def test_units_encode_into_exactly_the_room_they_need(text):
+    # The output loop writes a one- or two-id unit as two ids (it keeps one or two): at the very
+    # end of the ids' room it must write only what fits. Units ending in one id, two and more,
+    # a special and whitespace; sanitize.sh runs this under AddressSanitizer.
+    from bpe_cffi.units import encode_scanned, scan_units
+    data = text.encode()
+    want = FAST.encode_to_numpy(text).tolist()
+    starts, ends, then_id = FAST._pieces(data)
+
+    def encoded(room):
+        return encode_scanned(FAST._encoder, scan_units(data, starts, ends, then_id), room)
+
+    assert encoded(len(want)).tolist() == want
+    with pytest.raises(ValueError, match="invalid arguments"):
+        encoded(len(want) - 1)
+
+
 def test_c_handles_refuse_use_after_they_are_freed():
     # The unit table and the counters are C memory that a call frees; using one again must be
     # a Python error, never a read of freed memory (it used to abort the interpreter).
