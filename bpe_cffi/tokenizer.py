@@ -19,8 +19,8 @@ from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_
 from .id_lists import IdLists
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compile_pattern,
                           resolve_fast, special_splitter, split_on_specials, unique_specials)
-from .units import (encode_gpt2, encode_gpt2_list, encode_scanned, encode_units, scan_units,
-                    utf8_offsets)
+from .units import (SlotCaches, encode_gpt2, encode_gpt2_list, encode_scanned, encode_units,
+                    scan_units, utf8_offsets)
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
 _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at least this long
@@ -81,6 +81,7 @@ class Tokenizer:
         self._missing_bytes = any(bytes([b]) not in self.token_to_id for b in range(256))
         self._dtype = np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
         self._id_list = IdLists(self.vocab_size)  # encode's lists
+        self._slot_caches = SlotCaches(self.num_threads)  # one per thread of a long encode
         self._decoder = None  # decode's C table of the tokens' bytes, made on first use
 
     # ---- construction ----
@@ -255,7 +256,8 @@ class Tokenizer:
         if isinstance(data, bytes) and len(data) <= _SHORT_TEXT_BYTES:  # no units
             return encode_gpt2(self._encoder, data, *self._short_pieces(data),
                                special=self._one_special)
-        return encode_units(self._encoder, data, *self._pieces(data))
+        with self._slot_caches.lend() as cache:
+            return encode_units(self._encoder, data, *self._pieces(data), cache)
 
     def encode(self, text: str) -> list[int]:
         if type(text) is str and len(text) <= _LIST_DIRECT_CHARS and self.fast:
@@ -326,8 +328,9 @@ class Tokenizer:
                 offset += len(b)
         del encoded
         piece_ends = np.empty(len(then_id), np.int64)
-        ids = encode_scanned(self._encoder, scan_units(data, starts, ends, then_id),
-                             len(data) + len(then_id), piece_ends)
+        with self._slot_caches.lend() as cache:
+            ids = encode_scanned(self._encoder, scan_units(data, starts, ends, then_id, cache),
+                                 len(data) + len(then_id), piece_ends)
         if self._missing_bytes and len(ids) and ids.min() < 0:
             self._raise_missing_bytes(data)
         return ids, piece_ends[last_piece]

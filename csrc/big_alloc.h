@@ -16,11 +16,21 @@
 
 #define BIG_ALLOC_PAGE ((size_t)2 << 20)
 
+/* The size of the block big_alloc(bytes) gives: bytes, or for a large table the whole 2 MB
+ * pages it is rounded up to. */
+static inline size_t big_alloc_size(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= 2 * BIG_ALLOC_PAGE)
+        return (bytes + BIG_ALLOC_PAGE - 1) / BIG_ALLOC_PAGE * BIG_ALLOC_PAGE;
+#endif
+    return bytes;
+}
+
 /* malloc(bytes) for a table; NULL if that fails. */
 static inline void *big_alloc(size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (bytes >= 2 * BIG_ALLOC_PAGE) {
-        size_t rounded = (bytes + BIG_ALLOC_PAGE - 1) / BIG_ALLOC_PAGE * BIG_ALLOC_PAGE;
+        size_t rounded = big_alloc_size(bytes);
         void *p = aligned_alloc(BIG_ALLOC_PAGE, rounded);
         if (p) madvise(p, rounded, MADV_HUGEPAGE); /* only a hint: failure is harmless */
         return p;

@@ -126,11 +126,21 @@ int bpe_counter_export_split(const bpe_counter *c, uint8_t *bytes, int64_t *coun
 
 /* The units of one text, each distinct one encoded once. */
 typedef struct bpe_units bpe_units;
+/* Large hash-table blocks kept from one scan and encode to the next (slot_cache.h). Not
+ * locked: lend each cache to one call at a time. */
+typedef struct bpe_slot_cache bpe_slot_cache;
+int bpe_slot_cache_new(bpe_slot_cache **out);
+void bpe_slot_cache_free(bpe_slot_cache *c);
+/* The bytes of the blocks c holds. */
+int64_t bpe_slot_cache_held(const bpe_slot_cache *c);
 
 /* Scans pieces text[starts[i] .. ends[i]) (UTF-8, BPE_EUTF8 if invalid); after piece i comes
- * the special token then_id[i], or nothing if it is -1. Units are shared across pieces. */
+ * the special token then_id[i], or nothing if it is -1. Units are shared across pieces. The
+ * scan's tables and bpe_encoder_encode_units' take their large blocks from cache and give them
+ * back to it (cache may be NULL; else it must outlive the units). */
 int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const int64_t *ends,
-                   const int32_t *then_id, int64_t n_pieces, bpe_units **out);
+                   const int32_t *then_id, int64_t n_pieces, bpe_slot_cache *cache,
+                   bpe_units **out);
 /* Encodes what was scanned; ids needs room for one id per byte plus one per special. If
  * piece_ids_end is not NULL, piece_ids_end[i] is set to the number of ids written up to the
  * end of piece i and its special (one entry per piece scanned). */

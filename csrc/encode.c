@@ -11,7 +11,9 @@
  * repeated word costs one hash lookup and a copy. bpe_encoder_encode_units takes the units of
  * a text (units.h) and encodes each distinct unit once. bpe_encoder_encode_gpt2 splits a short
  * text itself and encodes each pre-token where it occurs. All scratch state belongs to the
- * call: the encoder is never written after construction, which keeps concurrent calls safe.
+ * call (the units' tables may take their large blocks from the caller's slot cache, lent to
+ * one call at a time): the encoder is never written after construction, which keeps
+ * concurrent calls safe.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +387,7 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
 /* ---- units: each distinct unit of a text encoded once ---- */
 
 struct bpe_units {
+    bpe_slot_cache *cache; /* the caller's, for both tables' slots (may be NULL) */
     word_table distinct; /* the text's distinct units, in order of first occurrence */
     int32_t *seq;        /* seq[i]: the distinct unit at occurrence i; -1 - id: special id */
     int64_t n_seq;
@@ -401,7 +404,8 @@ void bpe_units_free(bpe_units *u) {
 }
 
 int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const int64_t *ends,
-                   const int32_t *then_id, int64_t n_pieces, bpe_units **out) {
+                   const int32_t *then_id, int64_t n_pieces, bpe_slot_cache *cache,
+                   bpe_units **out) {
     if (!out || n < 0 || n_pieces < 0 ||
         (n_pieces > 0 && (!text || !starts || !ends || !then_id)))
         return BPE_EINVAL;
@@ -417,7 +421,8 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
     int64_t room = n_pieces;
     for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++)
         if ((room += ends[p] - starts[p]) > INT64_MAX / 8) rc = BPE_EOVERFLOW;
-    if (rc == BPE_OK) rc = word_table_init(&u->distinct, room);
+    u->cache = cache;
+    if (rc == BPE_OK) rc = word_table_init_cached(&u->distinct, room, cache);
     if (rc == BPE_OK) u->seq = resize_array(NULL, room, sizeof *u->seq, &rc);
     if (rc == BPE_OK) u->piece_end = resize_array(NULL, n_pieces, sizeof *u->piece_end, &rc);
     u->n_pieces = n_pieces;
@@ -491,7 +496,8 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
      * units are split and their pieces numbered in a table, then each piece is encoded, then
      * each unit's ids are its pieces' ids. */
     word_table pieces;
-    int rc = word_table_init(&pieces, t->n_bytes); /* a pre-token is at least a byte */
+    /* a pre-token is at least a byte */
+    int rc = word_table_init_cached(&pieces, t->n_bytes, u->cache);
     if (rc != BPE_OK) return rc;
     rc = word_table_reserve(&pieces, t->n / 2); /* grown once at most, as a rule */
     int64_t *first_piece = malloc((size_t)(t->n + 1) * sizeof *first_piece);

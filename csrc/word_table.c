@@ -5,13 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "big_alloc.h"
 #include "bpe.h"
 #include "grow.h"
+#include "slot_cache.h"
 
 static int alloc_slots(word_table *t, int64_t n_slots) {
     if ((uint64_t)n_slots > SIZE_MAX / sizeof(word_slot)) return BPE_EOVERFLOW;
-    word_slot *slots = big_alloc((size_t)n_slots * sizeof *slots);
+    size_t got;
+    word_slot *slots = slot_cache_alloc(t->cache, (size_t)n_slots * sizeof *slots, &got);
     if (!slots) return BPE_ENOMEM;
     for (int64_t i = 0; i < n_slots; i++) slots[i].seq = -1;
     for (int64_t s = 0; s < t->n; s++) { /* move every word, recording its new slot */
@@ -21,14 +22,20 @@ static int alloc_slots(word_table *t, int64_t n_slots) {
         slots[i] = *old;
         t->slot_of[s] = i;
     }
-    free(t->slots);
+    slot_cache_free(t->cache, t->slots, t->slots_bytes);
     t->slots = slots;
+    t->slots_bytes = got;
     t->n_slots = n_slots;
     return BPE_OK;
 }
 
 int word_table_init(word_table *t, int64_t most) {
+    return word_table_init_cached(t, most, NULL);
+}
+
+int word_table_init_cached(word_table *t, int64_t most, bpe_slot_cache *cache) {
     memset(t, 0, sizeof *t);
+    t->cache = cache;
     /* A short text's tables are made on every call: start them no larger than it can fill. */
     int64_t n_slots = 2048;
     while (most > 0 && n_slots > 64 && n_slots / 2 >= 2 * most) n_slots /= 2;
@@ -145,7 +152,7 @@ int word_batch_flush(word_table *t, word_batch *b) {
 }
 
 void word_table_free(word_table *t) {
-    free(t->slots);
+    slot_cache_free(t->cache, t->slots, t->slots_bytes);
     free(t->arena);
     free(t->start);
     free(t->slot_of);

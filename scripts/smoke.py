@@ -1,4 +1,5 @@
 """A small train + encode + decode run for memory checkers (scripts/valgrind.sh)."""
+import random
 import tempfile
 import warnings
 
@@ -18,4 +19,12 @@ for fast in (True, False):
     assert tok.decode(ids) == text + "<|endoftext|>" + "x" * 500
     texts = [text[:3000], "", "a<|endoftext|>b", "<|endof", "text|>", text[3000:9000]]
     assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
+# Texts of 40 000 distinct words grow the unit tables past 4 MB of slots: the second encode
+# takes them from the tokenizer's slot cache.
+rng = random.Random(0)
+tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], num_threads=1)
+for _ in range(2):
+    words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
+                     for _ in range(40_000))
+    assert tok.decode(tok.encode(words)) == words
 print("smoke ok", len(merges), len(ids))

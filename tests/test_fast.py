@@ -2,6 +2,7 @@
 on strings built to break it; counting and encoding equal the plain path."""
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import numpy as np
@@ -320,9 +321,9 @@ def test_counter_to_dict(words):
     assert got == counts and list(got) == words
 
 
-@pytest.mark.parametrize("text", ["the cat and the", "the cat and the hat", "the cat and the hat zqxj",
-                                  "the cat and the hat zqxjkvwpq", "the cat " + EOT,
-                                  "the cat and the hat  ", "a"])
+@pytest.mark.parametrize("text", ["the cat and the", "the cat and the hat",
+                                  "the cat and the hat zqxj", "the cat and the hat zqxjkvwpq",
+                                  "the cat " + EOT, "the cat and the hat  ", "a"])
 def test_units_encode_into_exactly_the_room_they_need(text):
     # The output loop writes a one- or two-id unit as two ids (it keeps one or two): at the very
     # end of the ids' room it must write only what fits. Units ending in one id, two and more,
@@ -338,6 +339,30 @@ def test_units_encode_into_exactly_the_room_they_need(text):
     assert encoded(len(want)).tolist() == want
     with pytest.raises(ValueError, match="invalid arguments"):
         encoded(len(want) - 1)
+
+
+def random_words(seed: int, n: int) -> str:
+    rng = random.Random(seed)
+    return " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyzéßж") for _ in
+                            range(rng.randint(3, 9))) for _ in range(n))
+
+
+def test_slot_caches_keep_blocks_and_change_no_id():
+    # 40 000 distinct units grow a text's unit and pre-token tables past 4 MB of slots, from
+    # which a Tokenizer's slot cache keeps the blocks for its next encode: texts encoded one
+    # after another, larger and smaller, reuse them, and every id stays the plain path's.
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=1)
+    big = [random_words(seed, 40_000) + EOT + random_words(seed + 9, 100) for seed in (1, 2)]
+    small = big[1][:100_000]
+    for text in big + [small] + big:
+        assert tok.encode(text) == PLAIN.encode(text)
+        held = [lib.bpe_slot_cache_held(c) for c in tok._slot_caches._free]
+        assert len(held) == 1 and held[0] >= (2 * 4 << 20 if text is not small else 0)
+    assert tok.encode_batch(big) == [PLAIN.encode(t) for t in big]
+    capped = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=1)
+    capped._slot_caches.MAX_HELD = 4 << 20  # less than a text's blocks: none is kept
+    assert capped.encode(big[0]) == PLAIN.encode(big[0])
+    assert capped._slot_caches._free == []
 
 
 def test_c_handles_refuse_use_after_they_are_freed():

@@ -265,9 +265,12 @@ def test_ids_far_beyond_the_vocabulary_size():
 def test_units_and_counters_reject_bad_pieces():
     u = ffi.new("bpe_units **")
     minus1 = ffi.from_buffer("int32_t[]", np.array([-1], np.int32))
-    assert lib.bpe_units_scan(b"abc", 3, i64(2), i64(1), minus1, 1, u) == lib.BPE_EINVAL
-    assert lib.bpe_units_scan(b"abc", 3, i64(0), i64(9), minus1, 1, u) == lib.BPE_EINVAL
-    assert lib.bpe_units_scan(b"a\xffc", 3, i64(0), i64(3), minus1, 1, u) == lib.BPE_EUTF8
+    assert lib.bpe_units_scan(b"abc", 3, i64(2), i64(1), minus1, 1, ffi.NULL, u) == lib.BPE_EINVAL
+    assert lib.bpe_units_scan(b"abc", 3, i64(0), i64(9), minus1, 1, ffi.NULL, u) == lib.BPE_EINVAL
+    assert lib.bpe_units_scan(b"a\xffc", 3, i64(0), i64(3), minus1, 1, ffi.NULL, u) == lib.BPE_EUTF8
+    assert lib.bpe_slot_cache_new(ffi.NULL) == lib.BPE_EINVAL
+    assert lib.bpe_slot_cache_held(ffi.NULL) == 0
+    lib.bpe_slot_cache_free(ffi.NULL)  # nothing to free
     c = ffi.new("bpe_counter **")
     assert lib.bpe_counter_new(c) == lib.BPE_OK
     counter = c[0]
