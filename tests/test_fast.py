@@ -359,6 +359,17 @@ def test_slot_caches_keep_blocks_and_change_no_id():
         held = [lib.bpe_slot_cache_held(c) for c in tok._slot_caches._free]
         assert len(held) == 1 and held[0] >= (2 * 4 << 20 if text is not small else 0)
     assert tok.encode_batch(big) == [PLAIN.encode(t) for t in big]
+    # Two threads, each part's tables past 4 MB: a cache each while both run (one, if the
+    # first part is done before the second starts), lent and taken back at once.
+    rng = np.random.default_rng(0)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", np.uint8)
+    words = letters[rng.integers(0, 26, 4_000_000)].reshape(-1, 8)
+    words[:, 0] = ord(" ")
+    long_text = words.tobytes().decode()  # 4 MB: three parts of ~166 000 distinct words
+    two = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=2)
+    want = PLAIN.encode(long_text)
+    assert two.encode(long_text) == want and two.encode(long_text) == want
+    assert len(two._slot_caches._free) in (1, 2)
     capped = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=1)
     capped._slot_caches.MAX_HELD = 4 << 20  # less than a text's blocks: none is kept
     assert capped.encode(big[0]) == PLAIN.encode(big[0])
