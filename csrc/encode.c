@@ -468,10 +468,11 @@ static inline int write_occurrence(int32_t d, const unit_ids *entry, const int64
     }
     unit_ids x = entry[d];
     if (x.b >= -1) {
-        /* One id or two, with no branch on which: half the units are one token and half
-         * two, in no pattern, so such a branch is mispredicted half the time. Both are
-         * written (the second is overwritten next, if it is no id) and one or two kept. At
-         * the very end of ids, the check above left only a one-id unit. */
+        /* One id or two, with no branch on which: units of one token and of two follow
+         * each other in no pattern (realmix: 6.4 M ids from 3.56 M units), so such a branch
+         * is often mispredicted. Both are written and one or two kept (a second that is no
+         * id lies past the ids kept). At the very end of ids, the check above left only a
+         * one-id unit. */
         ids[o] = x.a;
         if (o + 1 < out_cap) ids[o + 1] = x.b;
         *out = o + 1 + (x.b >= 0);
