@@ -350,14 +350,15 @@ def random_words(seed: int, n: int) -> str:
 def test_slot_caches_keep_blocks_and_change_no_id():
     # 40 000 distinct units grow a text's unit and pre-token tables past 4 MB of slots, from
     # which a Tokenizer's slot cache keeps the blocks for its next encode: texts encoded one
-    # after another, larger and smaller, reuse them, and every id stays the plain path's.
+    # after another, larger and smaller, reuse them (a small text leaves them be), and every
+    # id stays the plain path's.
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=1)
     big = [random_words(seed, 40_000) + EOT + random_words(seed + 9, 100) for seed in (1, 2)]
     small = big[1][:100_000]
     for text in big + [small] + big:
         assert tok.encode(text) == PLAIN.encode(text)
         held = [lib.bpe_slot_cache_held(c) for c in tok._slot_caches._free]
-        assert len(held) == 1 and held[0] >= (2 * 4 << 20 if text is not small else 0)
+        assert len(held) == 1 and held[0] >= 8 << 20
     assert tok.encode_batch(big) == [PLAIN.encode(t) for t in big]
     # Two threads, each part's tables past 4 MB: a cache each while both run (one, if the
     # first part is done before the second starts), lent and taken back at once.
