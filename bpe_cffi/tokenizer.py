@@ -19,8 +19,7 @@ from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_
 from .id_lists import IdLists
 from .pretokenize import (GPT2_PATTERN, UNIT_LOCAL_PATTERNS, ByteSpecials, compile_pattern,
                           resolve_fast, special_splitter, split_on_specials, unique_specials)
-from .units import (SlotCaches, encode_gpt2, encode_gpt2_list, encode_scanned, encode_units,
-                    scan_units, utf8_offsets)
+from .units import SlotCaches, encode_gpt2, encode_gpt2_list, encode_units, utf8_offsets
 
 _ITER_BATCH = 1 << 16  # characters gathered by encode_iterable before it looks for an edge
 _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at least this long
@@ -256,8 +255,12 @@ class Tokenizer:
         if isinstance(data, bytes) and len(data) <= _SHORT_TEXT_BYTES:  # no units
             return encode_gpt2(self._encoder, data, *self._short_pieces(data),
                                special=self._one_special)
+        return self._encode_units(data, *self._pieces(data))
+
+    def _encode_units(self, data, starts, ends, then_id, piece_ends=None) -> np.ndarray:
+        """units.encode_units, with a slot cache lent from this tokenizer's for the call."""
         with self._slot_caches.lend() as cache:
-            return encode_units(self._encoder, data, *self._pieces(data), cache)
+            return encode_units(self._encoder, data, starts, ends, then_id, cache, piece_ends)
 
     def encode(self, text: str) -> list[int]:
         if type(text) is str and len(text) <= _LIST_DIRECT_CHARS and self.fast:
@@ -328,9 +331,7 @@ class Tokenizer:
                 offset += len(b)
         del encoded
         piece_ends = np.empty(len(then_id), np.int64)
-        with self._slot_caches.lend() as cache:
-            ids = encode_scanned(self._encoder, scan_units(data, starts, ends, then_id, cache),
-                                 len(data) + len(then_id), piece_ends)
+        ids = self._encode_units(data, starts, ends, then_id, piece_ends)
         if self._missing_bytes and len(ids) and ids.min() < 0:
             self._raise_missing_bytes(data)
         return ids, piece_ends[last_piece]

@@ -158,13 +158,14 @@ def split_units(units: Counter) -> Counter:
 
 
 def encode_units(encoder, text: bytes, starts: Sequence[int], ends: Sequence[int],
-                 then_id: Sequence[int], cache=ffi.NULL) -> np.ndarray:
+                 then_id: Sequence[int], cache=ffi.NULL,
+                 piece_ends: np.ndarray | None = None) -> np.ndarray:
     """int32 ids of the UTF-8 pieces text[starts[i]:ends[i]], each followed by the special id
     then_id[i] (-1: none), through the unit path: units shared by all pieces. cache: a slot
-    cache from SlotCaches.lend, or none."""
+    cache from SlotCaches.lend, or none; piece_ends: as for encode_scanned."""
     # One id per byte and one per special at most.
     return encode_scanned(encoder, scan_units(text, starts, ends, then_id, cache),
-                          len(text) + len(then_id))
+                          len(text) + len(then_id), piece_ends)
 
 
 def encode_gpt2(encoder, text: bytes, starts: Sequence[int] | None = None,

@@ -52,6 +52,7 @@ static inline int32_t rank_of(const bpe_encoder *e, int32_t a, int32_t b) {
 static int64_t encode_short(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_t *out);
 static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t *right,
                              int64_t n_merges, int64_t n_ids);
+static int filter_whole_tokens(bpe_encoder *e);
 
 int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
                     const int32_t *merged, int64_t n_merges, int64_t n_ids, bpe_encoder **out) {
@@ -78,6 +79,7 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
         for (int y = 0; y < 256; y++)
             e->byte_pair_rank[x << 8 | y] = rank_of(e, e->byte_ids[x], e->byte_ids[y]);
     if (rc == BPE_OK) rc = find_whole_tokens(e, left, right, n_merges, n_ids);
+    if (rc == BPE_OK) rc = filter_whole_tokens(e);
     if (rc != BPE_OK) {
         bpe_encoder_free(e);
         return rc;
@@ -110,10 +112,7 @@ void bpe_encoder_free(bpe_encoder *e) {
 
 static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t *right,
                              int64_t n_merges, int64_t n_ids) {
-    if (n_ids > WHOLE_MAX_IDS(n_merges)) {
-        int rc = word_table_init(&e->whole, 0);
-        return rc == BPE_OK ? bit_filter_init(&e->whole_hashes, 0) : rc;
-    }
+    if (n_ids > WHOLE_MAX_IDS(n_merges)) return word_table_init(&e->whole, 0);
     int64_t *at = malloc((size_t)n_ids * sizeof *at + 1); /* spelling of id: arena + at[id] */
     int32_t *len = malloc((size_t)n_ids * sizeof *len + 1); /* its length; -1: none */
     int rc = at && len ? word_table_init(&e->whole, n_merges) : BPE_ENOMEM;
@@ -158,7 +157,12 @@ static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t 
         if (rc == BPE_OK) rc = word_batch_flush(&e->whole, &batch); /* so find sees it */
     }
     free(at), free(len), free(arena);
-    if (rc == BPE_OK) rc = bit_filter_init(&e->whole_hashes, e->whole.n);
+    return rc;
+}
+
+/* The filter in front of e->whole (see whole_may_hold): the hash of each of its words. */
+static int filter_whole_tokens(bpe_encoder *e) {
+    int rc = bit_filter_init(&e->whole_hashes, e->whole.n);
     for (int64_t s = 0; rc == BPE_OK && s < e->whole.n; s++)
         bit_filter_add(&e->whole_hashes, e->whole.hash[s]);
     return rc;

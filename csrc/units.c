@@ -69,9 +69,8 @@ static inline int decode_utf8(const uint8_t *t, int64_t n, int64_t i, uint32_t *
             *cp = c;
             return 3;
         }
-        return 0;
     }
-    return decode_utf8_any(t, n, i, cp);
+    return decode_utf8_any(t, n, i, cp); /* which also judges every invalid sequence */
 }
 
 int utf8_valid(const uint8_t *text, int64_t n) {
