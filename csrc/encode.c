@@ -391,8 +391,8 @@ int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_byt
 /* ---- units: each distinct unit of a text encoded once ---- */
 
 struct bpe_units {
-    bpe_slot_cache *cache; /* the caller's, for both tables' slots (may be NULL) */
-    word_table distinct; /* the text's distinct units, in order of first occurrence */
+    word_table distinct; /* the text's distinct units, in order of first occurrence; its
+                          * slot cache (the caller's, or NULL) serves the encode's too */
     int32_t *seq;        /* seq[i]: the distinct unit at occurrence i; -1 - id: special id */
     int64_t n_seq;
     int64_t *piece_end;  /* piece_end[p]: n_seq once piece p and its special were scanned */
@@ -425,7 +425,6 @@ int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const 
     int64_t room = n_pieces;
     for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++)
         if ((room += ends[p] - starts[p]) > INT64_MAX / 8) rc = BPE_EOVERFLOW;
-    u->cache = cache;
     if (rc == BPE_OK) rc = word_table_init_cached(&u->distinct, room, cache);
     if (rc == BPE_OK) u->seq = resize_array(NULL, room, sizeof *u->seq, &rc);
     if (rc == BPE_OK) u->piece_end = resize_array(NULL, n_pieces, sizeof *u->piece_end, &rc);
@@ -502,7 +501,7 @@ int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uin
      * each unit's ids are its pieces' ids. */
     word_table pieces;
     /* a pre-token is at least a byte */
-    int rc = word_table_init_cached(&pieces, t->n_bytes, u->cache);
+    int rc = word_table_init_cached(&pieces, t->n_bytes, t->cache);
     if (rc != BPE_OK) return rc;
     rc = word_table_reserve(&pieces, t->n / 2); /* grown once at most, as a rule */
     int64_t *first_piece = malloc((size_t)(t->n + 1) * sizeof *first_piece);

@@ -25,9 +25,11 @@ int64_t bpe_slot_cache_held(const bpe_slot_cache *c) {
 
 void *slot_cache_alloc(bpe_slot_cache *c, size_t bytes, size_t *got) {
     int best = -1;
-    for (int i = 0; c && bytes >= SLOT_CACHE_MIN_BYTES && i < SLOT_CACHE_BLOCKS; i++)
-        if (c->block[i] && c->bytes[i] >= bytes && (best < 0 || c->bytes[i] < c->bytes[best]))
-            best = i;
+    if (c && bytes >= SLOT_CACHE_MIN_BYTES)
+        for (int i = 0; i < SLOT_CACHE_BLOCKS; i++)
+            if (c->block[i] && c->bytes[i] >= bytes &&
+                (best < 0 || c->bytes[i] < c->bytes[best]))
+                best = i;
     if (best >= 0) {
         void *block = c->block[best];
         *got = c->bytes[best];
