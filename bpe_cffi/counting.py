@@ -18,7 +18,7 @@ from typing import Iterable
 import numpy as np
 
 from .chunking import chunk_target, plan_chunks
-from .pool import process_pool
+from .pool import process_pool, spill_arrays, spill_directory, take_spilled_arrays
 from .progress import progress_bar
 from .sources import (PathsLike, decode_range, file_size, read_range_bytes, resolve_inputs)
 from .pretokenize import (GPT2_PATTERN, ByteSpecials, compile_pattern, resolve_fast,
@@ -132,9 +132,19 @@ def tally_group(tasks, report=None) -> _Tally:
     return tally
 
 
-def count_group(tasks) -> tuple[Arrays, int, float, float]:
-    """What each pool worker runs: its group's word counts as arrays."""
-    return tally_group(tasks).finish()
+def count_group(job) -> tuple[str, int, float, float]:
+    """What each pool worker runs: its group's word counts as arrays, spilled to a file
+    (pool.py says why); returns the file's path with the group's statistics."""
+    tasks, spill_path = job
+    (blob, offsets, counts), *stats = tally_group(tasks).finish()
+    return (spill_arrays(spill_path, [np.frombuffer(blob, np.uint8), offsets, counts]), *stats)
+
+
+def _take_group(result) -> tuple[Arrays, int, float, float]:
+    """In the parent: count_group's result with its arrays read back."""
+    spill_path, *stats = result
+    blob, offsets, counts = take_spilled_arrays(spill_path, 3)
+    return ((blob.tobytes(), offsets, counts), *stats)
 
 
 def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
@@ -252,8 +262,10 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], *, pattern: str
                     done.value += n_bytes
                 bar.update(done.value - bar.n)
 
-            with process_pool(n_groups - 1, _set_progress, (done,)) as pool:
-                results = pool.imap_unordered(count_group, groups[1:])
+            with spill_directory() as spill, \
+                    process_pool(n_groups - 1, _set_progress, (done,)) as pool:
+                jobs = [(g, os.path.join(spill, str(k))) for k, g in enumerate(groups[1:])]
+                results = pool.imap_unordered(count_group, jobs)
                 total, *rest = tally_group(groups[0], report).finish_counter()
                 take(rest)
                 for _ in groups[1:]:
@@ -263,7 +275,7 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], *, pattern: str
                             break
                         except multiprocessing.TimeoutError:
                             bar.update(done.value - bar.n)
-                    absorb(result)
+                    absorb(_take_group(result))
             bar.update(done.value - bar.n)
     stats.wall_s = time.perf_counter() - t_start
     return total, stats

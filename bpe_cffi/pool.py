@@ -4,12 +4,25 @@ Workers ignore SIGINT: Ctrl-C in a terminal reaches the whole process group, and
 parent should act on it. The parent's KeyboardInterrupt leaves the `with` block, which
 terminates the workers at once, so none is left behind. Exceptions raised in a worker reach
 the caller with their own type and message (multiprocessing pickles them back).
+
+Large results do not travel back through the pool's result pipe: a worker writes them to a
+file in a spill directory and sends only their small description. Pool.terminate kills the
+workers wherever they are, and one killed part-way through sending a large result leaves
+half a message in the pipe; the pool's result-handler thread then waits forever for the
+rest, and terminate never returns (Ctrl-C during a pooled encode_file hung so about one time
+in twenty). A message shorter than the pipe's atomic write size (PIPE_BUF, at least 512 bytes
+by POSIX, 4 096 on Linux) is written whole or not at all, so a small one cannot be cut.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import signal
-from typing import Callable
+import tempfile
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
 
 
 def _worker_start(initializer: Callable | None, initargs: tuple) -> None:
@@ -22,3 +35,29 @@ def process_pool(processes: int, initializer: Callable | None = None, initargs: 
     """A multiprocessing Pool of the default start method (fork, spawn or forkserver)."""
     return multiprocessing.get_context().Pool(processes, initializer=_worker_start,
                                               initargs=(initializer, initargs))
+
+
+@contextlib.contextmanager
+def spill_directory(near: str | None = None) -> Iterator[str]:
+    """A new directory for the workers' large results (in `near`, else the system's temporary
+    directory), removed with whatever is left in it on exit: open it before the pool, so that
+    it outlives every worker that may write into it."""
+    with tempfile.TemporaryDirectory(prefix=".bpe_cffi-spill-", dir=near) as directory:
+        yield directory
+
+
+def spill_arrays(path: str, arrays: Sequence[np.ndarray]) -> str:
+    """In a worker: writes the arrays to path (in a spill directory); returns path, which is
+    what goes back to the parent."""
+    with open(path, "wb") as f:
+        for a in arrays:
+            np.save(f, a, allow_pickle=False)
+    return path
+
+
+def take_spilled_arrays(path: str, n: int) -> list[np.ndarray]:
+    """In the parent: the n arrays spill_arrays wrote to path, which is then deleted."""
+    with open(path, "rb") as f:
+        arrays = [np.load(f, allow_pickle=False) for _ in range(n)]
+    os.unlink(path)
+    return arrays

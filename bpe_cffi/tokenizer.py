@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import array
 import os
+import shutil
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator, NoReturn, Sequence
@@ -13,7 +14,7 @@ from ._lib import check, ffi, lib
 from .chunking import chunk_target, edge_finder, last_safe_edge, plan_bytes, plan_chunks
 from .counting import resolve_workers
 from .sources import check_input_file, read_range
-from .pool import process_pool
+from .pool import process_pool, spill_directory
 from .progress import progress_bar
 from .files import atomic_write, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .id_lists import IdLists
@@ -373,26 +374,29 @@ class Tokenizer:
         ranges = plan_chunks(path, self.special_tokens, self.pattern, chunk_target(size, workers))
         dtype = np.dtype(self._dtype)
         total = 0
-        with atomic_write(os.fspath(output_path), "wb") as f, \
+        output_path = os.fspath(output_path)
+        with atomic_write(output_path, "wb") as f, \
                 progress_bar(progress, total=size, unit="B", unit_scale=True,
                              desc="encode") as bar:
             f.write(_npy_header(dtype, 0))  # rewritten with the real length at the end
-            tasks = [(path, a, b) for a, b in ranges]
-            if workers == 1 or len(tasks) <= 1:
-                results = (_encode_range_with(self, t) for t in tasks)
-                pool = None
-            else:
-                pool = process_pool(min(workers, len(tasks)), _init_worker, (self,))
-                results = pool.imap(_encode_range, tasks)
-            try:
-                for ids, n_bytes in results:
-                    f.write(ids.astype(dtype).tobytes())
+            if workers == 1 or len(ranges) <= 1:
+                for a, b in ranges:
+                    ids = self._encode_array(read_range(path, a, b), dtype)
+                    f.write(ids.tobytes())
                     total += len(ids)
-                    bar.update(n_bytes)
-            finally:
-                if pool is not None:
-                    pool.terminate()
-                    pool.join()
+                    bar.update(b - a)
+            else:
+                # Each range's ids come back through a file beside the output (pool.py).
+                with spill_directory(os.path.dirname(os.path.abspath(output_path))) as spill, \
+                        process_pool(min(workers, len(ranges)), _init_worker, (self,)) as pool:
+                    tasks = [(path, a, b, dtype.str, os.path.join(spill, str(k)))
+                             for k, (a, b) in enumerate(ranges)]
+                    for part, n_ids, n_bytes in pool.imap(_encode_range, tasks):
+                        with open(part, "rb") as ids:
+                            shutil.copyfileobj(ids, f, 1 << 20)
+                        os.unlink(part)
+                        total += n_ids
+                        bar.update(n_bytes)
             f.seek(0)
             f.write(_npy_header(dtype, total))
         return total
@@ -479,13 +483,13 @@ def _init_worker(tok: Tokenizer) -> None:
     tok.num_threads = 1  # the pool already keeps every core busy
 
 
-def _encode_range_with(tok: Tokenizer, task) -> tuple[np.ndarray, int]:
-    path, start, end = task
-    return tok._encode_array(read_range(path, start, end)), end - start
-
-
-def _encode_range(task) -> tuple[np.ndarray, int]:
-    return _encode_range_with(_worker_tokenizer, task)
+def _encode_range(task) -> tuple[str, int, int]:
+    """What each encode_file worker runs: the ids of one byte range, written to a file in
+    the output's dtype; returns (that file, its number of ids, the range's bytes)."""
+    path, start, end, dtype, part = task
+    ids = _worker_tokenizer._encode_array(read_range(path, start, end), np.dtype(dtype))
+    ids.tofile(part)
+    return part, len(ids), end - start
 
 
 def _npy_header(dtype: np.dtype, n: int) -> bytes:

@@ -366,6 +366,33 @@ def test_ctrl_c_during_encode_file_keeps_old_output(tmp_path, big_corpus):
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
+def test_pool_results_are_small_enough_to_send_whole(tmp_path):
+    """A worker that Pool.terminate kills part-way through sending a large result leaves half
+    a message in the result pipe, and terminate then hangs for good (pool.py). So what the
+    workers send back must fit one atomic pipe write (POSIX guarantees 512 bytes); the
+    arrays go through spill files, which must hold the full result."""
+    from bpe_cffi import tokenizer
+    text = "the quick brown fox " * 50_000 + EOT + " jumps over the lazy dog " * 20_000
+    path = write(tmp_path, text)
+    size = os.path.getsize(path)
+    for fast in (True, False):
+        task = (str(path), 0, size, bpe_cffi.GPT2_PATTERN, (EOT,), fast)
+        result = counting.count_group(([task], str(tmp_path / "counts")))
+        assert len(pickle.dumps(result)) < 512
+        (blob, offsets, counts), *_ = counting._take_group(result)
+        assert bpe_cffi.units.arrays_to_counts((blob, offsets, counts)) == \
+            bpe_cffi.count_words(path, [EOT], num_workers=1, fast=fast)
+        assert not (tmp_path / "counts").exists()  # taken, then deleted
+
+    vocab, merges = bpe_cffi.train_bpe(path, 280, [EOT])
+    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
+    tokenizer._init_worker(bpe_cffi.Tokenizer(vocab, merges, [EOT]))
+    result = tokenizer._encode_range((str(path), 0, size, "<u2", str(tmp_path / "ids")))
+    assert len(pickle.dumps(result)) < 512
+    assert np.fromfile(result[0], "<u2").tolist() == tok.encode(text)
+    assert result[1:] == (len(tok.encode(text)), size)
+
+
 @pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
 def test_start_methods(tmp_path, method):
     text = "the quick brown fox " * 200_000 + EOT + " jumps over the lazy dog " * 100_000
