@@ -389,7 +389,7 @@ class Tokenizer:
                 # Each range's ids come back through a file beside the output (pool.py).
                 with spill_directory(os.path.dirname(os.path.abspath(output_path))) as spill, \
                         process_pool(min(workers, len(ranges)), _init_worker, (self,)) as pool:
-                    tasks = [(path, a, b, dtype.str, os.path.join(spill, str(k)))
+                    tasks = [(path, a, b, os.path.join(spill, str(k)))
                              for k, (a, b) in enumerate(ranges)]
                     for part, n_ids, n_bytes in pool.imap(_encode_range, tasks):
                         with open(part, "rb") as ids:
@@ -485,9 +485,10 @@ def _init_worker(tok: Tokenizer) -> None:
 
 def _encode_range(task) -> tuple[str, int, int]:
     """What each encode_file worker runs: the ids of one byte range, written to a file in
-    the output's dtype; returns (that file, its number of ids, the range's bytes)."""
-    path, start, end, dtype, part = task
-    ids = _worker_tokenizer._encode_array(read_range(path, start, end), np.dtype(dtype))
+    the output's dtype (the tokenizer's); returns (that file, its number of ids, the range's
+    bytes)."""
+    path, start, end, part = task
+    ids = _worker_tokenizer._encode_array(read_range(path, start, end), _worker_tokenizer._dtype)
     ids.tofile(part)
     return part, len(ids), end - start
 
