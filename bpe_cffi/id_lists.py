@@ -1,11 +1,20 @@
 """Python lists of token ids from encode's int32 arrays, made faster than ndarray.tolist().
 
 A list of n ids is n references to int objects, and tolist() makes a new int object for
-every id. Here every occurrence of an id refers to one shared int object instead, in one of
-two ways:
+every id. Here every occurrence of an id refers to one shared int object instead (the ints
+0 .. n_values - 1 in an object array, made once), in one of three ways:
 
-* an object array holding the ints 0 .. n_values - 1 (made once), gathered by id, then
-  tolist(): two passes over the ids, with an object array of 8 bytes an id in between;
+* the shared ints gathered by id (numpy's take), then tolist(): two passes over the ids,
+  with an object array of 8 bytes an id in between;
+* for ADDRESSES_FROM ids on, the same without take's references: C copies the ints'
+  addresses into a new object array's memory by id (bpe_gather_words), tolist() takes one
+  reference to each item, and C puts back the array's own items (references to None) before
+  numpy can drop them. Sound because the array is private to the call and not seen by the
+  garbage collector (numpy's arrays do not take part in it), and every int in it is kept
+  alive by the shared array throughout; so no reference is ever dropped that was not taken.
+  All of it runs on a worker thread, where no KeyboardInterrupt can land between the gather
+  and the restore (Python raises those in the main thread only). CPython only, checked on
+  first use (addresses_work); else marshal serves;
 * for outputs at least MARSHAL_PER_VALUE times longer than the vocabulary, marshal: the ids
   become marshal's records of a list whose items are back-references ("the object numbered
   k") to the ints 0 .. n_values - 1, defined once at the start of the stream, and
@@ -18,17 +27,24 @@ two ways:
 realmix's 6 406 727 ids with a 50 000-token vocabulary, one thread, min-median of 7 (then
 freeing the list): tolist() 125-134 ms (50-52), objects 73-78 ms (8), marshal 57-61 ms (9).
 Inside encode on two threads the difference is larger (pytest-benchmark, two runs each,
-interleaved: encode to a list 304-344 ms with objects, 237-267 ms with marshal).
+interleaved: encode to a list 304-344 ms with objects, 237-267 ms with marshal). By
+addresses, the same ids take 50-54 ms against marshal's 61-72 ms, the two alternating
+(HISTORY.md, fourteenth session).
 """
 from __future__ import annotations
 
 import functools
 import marshal
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
 
+from ._lib import check, ffi, lib
+
 OBJECTS_FROM = 512  # ids from which a list is made of shared int objects
+ADDRESSES_FROM = 1 << 16  # ... by their addresses (a worker thread costs ~0.1 ms a call)
 MAX_VALUES = 1 << 18  # ... when the ids are below this
 MARSHAL_PER_VALUE = 16  # ids per possible value from which marshal makes the list
 MARSHAL_MAX_IDS = (1 << 31) - 1  # marshal's lists hold a signed 32-bit length
@@ -50,11 +66,11 @@ class IdLists:
         """The ids of the parts, one after another, as one list."""
         n = sum(len(p) for p in parts)
         if self._shares_ints(n):
+            if n >= ADDRESSES_FROM and addresses_work():
+                return _off_main_thread(list_by_addresses, self._shared(), parts, n)
             if self._marshal_pays(n):
                 return marshal.loads(_marshal_stream(self._head(), parts, n))[1]
-            if self._objects is None:
-                self._objects = np.array(range(self.n_values), dtype=object)
-            return self._objects[_joined(parts)].tolist()
+            return self._shared()[_joined(parts)].tolist()
         return _joined(parts).tolist()
 
     def split(self, parts: Sequence[np.ndarray], ends: np.ndarray) -> list[list[int]]:
@@ -70,6 +86,12 @@ class IdLists:
             out.append(ids[start:end])
             start = end
         return out
+
+    def _shared(self) -> np.ndarray:
+        """The shared ints, an object array (made on first use)."""
+        if self._objects is None:
+            self._objects = np.array(range(self.n_values), dtype=object)
+        return self._objects
 
     def _shares_ints(self, n_ids: int) -> bool:
         """Whether n ids are made a list of shared int objects rather than by tolist()."""
@@ -130,6 +152,54 @@ def _new_stream(head: bytes, count: int, n_records: int) -> tuple[np.ndarray, np
 
 def _int32(x: int) -> bytes:
     return x.to_bytes(4, "little")
+
+
+def list_by_addresses(shared: np.ndarray, parts: Sequence[np.ndarray], n: int) -> list[int]:
+    """The list of shared[i] for the int32 ids i of the parts (n in all), made by their
+    addresses (see the module's docstring). The ids must lie in [0, len(shared)), or this
+    raises ValueError. Call it where no KeyboardInterrupt can land: off the main thread."""
+    items = np.empty(n, dtype=object)  # n references to None, numpy's to drop
+    words = _words(items)
+    own = words[0] if n else 0  # the address of None
+    try:
+        at, table = 0, _words(shared)
+        for p in parts:
+            check(lib.bpe_gather_words(table, len(shared), ffi.from_buffer("int32_t[]", p),
+                                       len(p), words + at), "bpe_gather_words")
+            at += len(p)
+        return items.tolist()  # a reference to each item, for the list
+    finally:
+        lib.bpe_fill_words(words, n, own)
+
+
+def _off_main_thread(fn, *args):
+    """fn(*args) on a worker thread, which no KeyboardInterrupt interrupts (if one lands here
+    meanwhile, it is raised once fn is done)."""
+    with ThreadPoolExecutor(1) as worker:
+        return worker.submit(fn, *args).result()
+
+
+def _words(a: np.ndarray):
+    """The memory of an object array as the machine words it is: the items' addresses."""
+    return ffi.cast("uintptr_t *", a.__array_interface__["data"][0])
+
+
+@functools.cache
+def addresses_work() -> bool:
+    """Whether list_by_addresses makes the list as meant here (checked once): on CPython,
+    where an object array holds its items' addresses, with every reference accounted for."""
+    if sys.implementation.name != "cpython" or \
+            np.dtype(object).itemsize != ffi.sizeof("uintptr_t"):
+        return False
+    shared = np.array([1_000_001, 1_000_002, 1_000_003], dtype=object)  # no cached small ints
+    before = [sys.getrefcount(x) for x in shared]
+    got = _off_main_thread(list_by_addresses, shared,
+                           [np.array([2, 0], np.int32), np.array([2, 1], np.int32)], 4)
+    during = [sys.getrefcount(x) for x in shared]
+    ok = got == [1_000_003, 1_000_001, 1_000_003, 1_000_002] and got[0] is shared[2] and \
+        during == [b + k for b, k in zip(before, (1, 1, 2))]
+    del got
+    return ok and [sys.getrefcount(x) for x in shared] == before
 
 
 def _joined(parts: Sequence[np.ndarray]) -> np.ndarray:

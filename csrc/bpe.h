@@ -82,6 +82,15 @@ int bpe_decoder_decode(const bpe_decoder *d, const int64_t *ids, int64_t n, uint
                        int64_t cap, int64_t *n_out);
 void bpe_decoder_free(bpe_decoder *d);
 
+/* ---- words copied by index (gather.c) ------------------------------------------------- */
+
+/* out[i] = table[ids[i]] for i < n. BPE_EINVAL, at the first id outside [0, n_table), with
+ * out[0 .. i) already written. */
+int bpe_gather_words(const uintptr_t *table, int64_t n_table, const int32_t *ids, int64_t n,
+                     uintptr_t *out);
+/* out[i] = value for i < n. */
+void bpe_fill_words(uintptr_t *out, int64_t n, uintptr_t value);
+
 /* ---- units: fast pre-tokenization for GPT-2's pattern (see units.h) ------------------- */
 
 /* Whether code point cp is whitespace for the regex module's \s (Unicode White_Space). */

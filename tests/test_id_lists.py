@@ -1,4 +1,10 @@
 """bpe_cffi.id_lists: lists of ids from int32 arrays, by every way it has, against tolist()."""
+import os
+import signal
+import sys
+import threading
+import time
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -7,12 +13,14 @@ from hypothesis import strategies as st
 from bpe_cffi import id_lists
 from bpe_cffi.id_lists import IdLists
 
-WAYS = ["tolist", "objects", "marshal"]
+WAYS = ["tolist", "objects", "marshal", "addresses"]
 
 
 @pytest.fixture(params=WAYS)
 def way(request, monkeypatch):
     """Makes IdLists take one way for every length."""
+    monkeypatch.setattr(id_lists, "ADDRESSES_FROM", 0 if request.param == "addresses"
+                        else 1 << 62)
     if request.param == "tolist":
         monkeypatch.setattr(id_lists, "OBJECTS_FROM", 1 << 62)
     else:
@@ -73,10 +81,11 @@ def test_the_default_thresholds_pick_each_way(monkeypatch):
     lists = IdLists(1000)
     rng = np.random.default_rng(0)
     for n in (id_lists.OBJECTS_FROM - 1, id_lists.OBJECTS_FROM,
-              id_lists.MARSHAL_PER_VALUE * 1000 - 1, id_lists.MARSHAL_PER_VALUE * 1000):
+              id_lists.MARSHAL_PER_VALUE * 1000 - 1, id_lists.MARSHAL_PER_VALUE * 1000,
+              id_lists.ADDRESSES_FROM):
         ids = rng.integers(0, 1000, n).astype(np.int32)
         assert lists([ids]) == ids.tolist()
-    assert len(calls) == 1
+    assert len(calls) == 1  # the fourth; the fifth went by addresses
     assert lists._objects is not None
 
 
@@ -131,3 +140,104 @@ def test_a_wrong_stream_is_an_error_not_a_crash():
     stream = id_lists._marshal_stream(head, [np.array([0, 3], np.int32)], 2)
     with pytest.raises(ValueError):
         id_lists.marshal.loads(stream)
+
+
+# ---- by addresses: every reference accounted for ----
+
+def refcounts(objects) -> tuple[list[int], int]:
+    """The objects' reference counts, and None's."""
+    return [sys.getrefcount(x) for x in objects], sys.getrefcount(None)
+
+
+def same_refcounts(before, after, gained: int = 0) -> bool:
+    """Whether each object gained `gained` references, and None none. The object array that
+    lists by addresses are made through holds a reference to None per id for a while and
+    gives them all back, but other code (a traceback's frames, say) moves None's count by a
+    few hundred meanwhile; a lost restore would be one per id, 65 536 or more here."""
+    return after[0] == [b + gained for b in before[0]] and abs(after[1] - before[1]) < 5000
+
+
+def test_addresses_work_on_this_python():
+    # If they ever do not (another Python, another numpy), marshal takes over; the README's
+    # speed depends on this.
+    assert id_lists.addresses_work()
+
+
+def test_lists_by_addresses_take_and_give_back_every_reference():
+    lists = IdLists(700)
+    big = lists._shared()[300:]  # ints past CPython's small ones, which others share
+    ids = 300 + np.arange(200_000, dtype=np.int32) % 400
+    before = refcounts(big)
+    got = lists([ids[:5], ids[5:]])
+    assert got == ids.tolist()
+    assert got[0] is big[0] and got[400] is big[0]
+    # Each shared int gained one reference per item of the list, None none.
+    assert same_refcounts(before, refcounts(big), 500)
+    del got
+    assert same_refcounts(before, refcounts(big))
+
+
+def test_a_wrong_id_by_addresses_is_an_error_and_gives_back_everything():
+    shared = np.array([1_000_001, 1_000_002], dtype=object)
+    before = refcounts(shared)
+    for bad in (2, -1):
+        with pytest.raises(ValueError, match="bpe_gather_words"):
+            id_lists.list_by_addresses(shared, [np.array([0, 1, bad, 0], np.int32)], 4)
+    assert same_refcounts(before, refcounts(shared))
+
+
+def test_lists_by_addresses_are_made_off_the_main_thread(monkeypatch):
+    # Where no KeyboardInterrupt can land between the gather and the restore.
+    threads, real = [], id_lists.list_by_addresses
+    monkeypatch.setattr(id_lists, "list_by_addresses", lambda *args: threads.append(
+        threading.current_thread()) or real(*args))
+    ids = np.arange(id_lists.ADDRESSES_FROM, dtype=np.int32) % 1000
+    assert IdLists(1000)([ids]) == ids.tolist()
+    assert len(threads) == 1 and threads[0] is not threading.main_thread()
+
+
+class SlowGather:
+    """id_lists' C library, with a pause after each gather: the window in which the object
+    array holds borrowed items."""
+
+    def __init__(self, pause: float):
+        self.pause, self.gathered = pause, threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(id_lists_lib, name)
+
+    def bpe_gather_words(self, *args):
+        rc = id_lists_lib.bpe_gather_words(*args)
+        self.gathered.set()
+        time.sleep(self.pause)
+        return rc
+
+
+id_lists_lib = id_lists.lib
+
+
+def test_ctrl_c_while_a_list_is_made_by_addresses(monkeypatch):
+    # An interrupt between the gather and the giving back must not leave the borrowed items
+    # to numpy, which would drop references it never took (a crash, sooner or later). Here
+    # it lands while the worker thread waits after the gather: the main thread gets the
+    # KeyboardInterrupt once the worker has made the list and given the items back.
+    slow = SlowGather(0.3)
+    monkeypatch.setattr(id_lists, "lib", slow)
+    lists = IdLists(700)
+    big = lists._shared()[300:]
+    ids = 300 + np.arange(id_lists.ADDRESSES_FROM, dtype=np.int32) % 400
+    before = refcounts(big)
+    threading.Thread(target=lambda: slow.gathered.wait(5) and
+                     os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        lists([ids])
+    assert slow.gathered.is_set()
+    assert same_refcounts(before, refcounts(big))  # the list was made, dropped, given back
+
+
+def test_without_addresses_marshal_serves(monkeypatch):
+    monkeypatch.setattr(id_lists, "addresses_work", lambda: False)
+    calls = spy_marshal(monkeypatch)
+    ids = np.arange(id_lists.ADDRESSES_FROM, dtype=np.int32) % 1000
+    assert IdLists(1000)([ids]) == ids.tolist()
+    assert len(calls) == 1
