@@ -14,7 +14,8 @@ every id. Here every occurrence of an id refers to one shared int object instead
   alive by the shared array throughout; so no reference is ever dropped that was not taken.
   All of it runs on a worker thread, where no KeyboardInterrupt can land between the gather
   and the restore (Python raises those in the main thread only). CPython only, checked on
-  first use (addresses_work); else marshal serves;
+  first use (addresses_work); else marshal serves. The object array is kept for the next
+  list, up to ITEMS_HELD bytes;
 * for outputs at least MARSHAL_PER_VALUE times longer than the vocabulary, marshal: the ids
   become marshal's records of a list whose items are back-references ("the object numbered
   k") to the ints 0 .. n_values - 1, defined once at the start of the stream, and
@@ -45,6 +46,7 @@ from ._lib import check, ffi, lib
 
 OBJECTS_FROM = 512  # ids from which a list is made of shared int objects
 ADDRESSES_FROM = 1 << 16  # ... by their addresses (a worker thread costs ~0.1 ms a call)
+ITEMS_HELD = 64 << 20  # bytes of object array an IdLists keeps for its next list by address
 MAX_VALUES = 1 << 18  # ... when the ids are below this
 MARSHAL_PER_VALUE = 16  # ids per possible value from which marshal makes the list
 MARSHAL_MAX_IDS = (1 << 31) - 1  # marshal's lists hold a signed 32-bit length
@@ -60,6 +62,7 @@ class IdLists:
     def __init__(self, n_values: int):
         self.n_values = n_values
         self._objects: np.ndarray | None = None  # the shared ints, made on first use
+        self._spare_items: list[np.ndarray] = []  # object arrays of None (_by_addresses)
         self._marshal_head: bytes | None = None
 
     def __call__(self, parts: Sequence[np.ndarray]) -> list[int]:
@@ -67,7 +70,7 @@ class IdLists:
         n = sum(len(p) for p in parts)
         if self._shares_ints(n):
             if n >= ADDRESSES_FROM and addresses_work():
-                return _off_main_thread(list_by_addresses, self._shared(), parts, n)
+                return _off_main_thread(self._by_addresses, parts, n)
             if self._marshal_pays(n):
                 return marshal.loads(_marshal_stream(self._head(), parts, n))[1]
             return self._shared()[_joined(parts)].tolist()
@@ -86,6 +89,24 @@ class IdLists:
             out.append(ids[start:end])
             start = end
         return out
+
+    def _by_addresses(self, parts: Sequence[np.ndarray], n: int) -> list[int]:
+        """list_by_addresses, through the object array the last call left if it is large
+        enough: a new one is 8 bytes an id of fresh pages and as many references to None to
+        take (realmix: ~5 ms, and more in minutes when the host is slow to hand out memory).
+        Runs on the worker thread (see __call__), which alone puts the array back, once it
+        holds only None again. Concurrent calls may leave one each (list.pop and
+        list.append are atomic)."""
+        try:
+            items = self._spare_items.pop()
+        except IndexError:
+            items = None
+        if items is None or len(items) < n:
+            items = np.empty(n, dtype=object)  # None everywhere
+        ids = list_by_addresses(self._shared(), parts, items[:n])
+        if items.nbytes <= ITEMS_HELD:
+            self._spare_items.append(items)
+        return ids
 
     def _shared(self) -> np.ndarray:
         """The shared ints, an object array (made on first use)."""
@@ -154,11 +175,14 @@ def _int32(x: int) -> bytes:
     return x.to_bytes(4, "little")
 
 
-def list_by_addresses(shared: np.ndarray, parts: Sequence[np.ndarray], n: int) -> list[int]:
-    """The list of shared[i] for the int32 ids i of the parts (n in all), made by their
-    addresses (see the module's docstring). The ids must lie in [0, len(shared)), or this
-    raises ValueError. Call it where no KeyboardInterrupt can land: off the main thread."""
-    items = np.empty(n, dtype=object)  # n references to None, numpy's to drop
+def list_by_addresses(shared: np.ndarray, parts: Sequence[np.ndarray],
+                      items: np.ndarray) -> list[int]:
+    """The list of shared[i] for the int32 ids i of the parts, made by their addresses
+    through items, a contiguous object array of None with one item per id (see the module's
+    docstring), which holds only None again on return. The ids must lie in
+    [0, len(shared)), or this raises ValueError. Call it where no KeyboardInterrupt can
+    land: off the main thread."""
+    n = len(items)
     words = _words(items)
     own = words[0] if n else 0  # the address of None
     try:
@@ -194,7 +218,8 @@ def addresses_work() -> bool:
     shared = np.array([1_000_001, 1_000_002, 1_000_003], dtype=object)  # no cached small ints
     before = [sys.getrefcount(x) for x in shared]
     got = _off_main_thread(list_by_addresses, shared,
-                           [np.array([2, 0], np.int32), np.array([2, 1], np.int32)], 4)
+                           [np.array([2, 0], np.int32), np.array([2, 1], np.int32)],
+                           np.empty(4, dtype=object))
     during = [sys.getrefcount(x) for x in shared]
     ok = got == [1_000_003, 1_000_001, 1_000_003, 1_000_002] and got[0] is shared[2] and \
         during == [b + k for b, k in zip(before, (1, 1, 2))]

@@ -149,12 +149,15 @@ def refcounts(objects) -> tuple[list[int], int]:
     return [sys.getrefcount(x) for x in objects], sys.getrefcount(None)
 
 
-def same_refcounts(before, after, gained: int = 0) -> bool:
-    """Whether each object gained `gained` references, and None none. The object array that
-    lists by addresses are made through holds a reference to None per id for a while and
-    gives them all back, but other code (a traceback's frames, say) moves None's count by a
-    few hundred meanwhile; a lost restore would be one per id, 65 536 or more here."""
-    return after[0] == [b + gained for b in before[0]] and abs(after[1] - before[1]) < 5000
+def same_refcounts(before, after, gained: int = 0, lists: IdLists | None = None) -> bool:
+    """Whether each object gained `gained` references, and None one per item of the object
+    arrays `lists` keeps for its next lists (all None). The object array that a list by
+    address is made through holds borrowed items for a while and gets its references to None
+    back, but other code (a traceback's frames, say) moves None's count by a few hundred
+    meanwhile; a lost restore would be one per id, 65 536 or more here."""
+    kept = sum(map(len, lists._spare_items)) if lists else 0
+    return after[0] == [b + gained for b in before[0]] and \
+        abs(after[1] - before[1] - kept) < 5000
 
 
 def test_addresses_work_on_this_python():
@@ -171,10 +174,27 @@ def test_lists_by_addresses_take_and_give_back_every_reference():
     got = lists([ids[:5], ids[5:]])
     assert got == ids.tolist()
     assert got[0] is big[0] and got[400] is big[0]
-    # Each shared int gained one reference per item of the list, None none.
-    assert same_refcounts(before, refcounts(big), 500)
+    # Each shared int gained one reference per item of the list, None one per item of the
+    # object array kept for the next list.
+    assert len(lists._spare_items) == 1 and len(lists._spare_items[0]) == len(ids)
+    assert same_refcounts(before, refcounts(big), 500, lists)
     del got
-    assert same_refcounts(before, refcounts(big))
+    assert same_refcounts(before, refcounts(big), 0, lists)
+
+
+def test_lists_by_addresses_reuse_the_object_array(monkeypatch):
+    lists, made, k = IdLists(1000), [], id_lists.ADDRESSES_FROM
+    real_empty = np.empty
+    monkeypatch.setattr(id_lists.np, "empty",
+                        lambda *args, **kwargs: made.append(args[0]) or real_empty(*args, **kwargs))
+    ids = np.arange(3 * k, dtype=np.int32) % 1000
+    for n in (2, 3, 1, 3):  # a shorter list takes the kept array's first items
+        assert lists([ids[:n * k]]) == ids[:n * k].tolist()
+    assert made == [2 * k, 3 * k]
+    assert [len(a) for a in lists._spare_items] == [3 * k]
+    assert all(x is None for x in lists._spare_items[0])
+    monkeypatch.setattr(id_lists, "ITEMS_HELD", 0)  # too large to keep: used, then dropped
+    assert lists([ids]) == ids.tolist() and lists._spare_items == []
 
 
 def test_a_wrong_id_by_addresses_is_an_error_and_gives_back_everything():
@@ -182,7 +202,8 @@ def test_a_wrong_id_by_addresses_is_an_error_and_gives_back_everything():
     before = refcounts(shared)
     for bad in (2, -1):
         with pytest.raises(ValueError, match="bpe_gather_words"):
-            id_lists.list_by_addresses(shared, [np.array([0, 1, bad, 0], np.int32)], 4)
+            id_lists.list_by_addresses(shared, [np.array([0, 1, bad, 0], np.int32)],
+                                       np.empty(4, dtype=object))
     assert same_refcounts(before, refcounts(shared))
 
 
@@ -232,7 +253,8 @@ def test_ctrl_c_while_a_list_is_made_by_addresses(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         lists([ids])
     assert slow.gathered.is_set()
-    assert same_refcounts(before, refcounts(big))  # the list was made, dropped, given back
+    # The list was made and dropped, the object array given back its Nones and kept.
+    assert same_refcounts(before, refcounts(big), 0, lists)
 
 
 def test_without_addresses_marshal_serves(monkeypatch):
