@@ -95,8 +95,9 @@ class IdLists:
         enough: a new one is 8 bytes an id of fresh pages and as many references to None to
         take (realmix: ~5 ms, and more in minutes when the host is slow to hand out memory).
         Runs on the worker thread (see __call__), which alone puts the array back, once it
-        holds only None again. Concurrent calls may leave one each (list.pop and
-        list.append are atomic)."""
+        holds only None again, unless another call has put one back meanwhile (list.pop
+        and list.append are atomic; two calls that end at the same instant may both keep
+        theirs)."""
         try:
             items = self._spare_items.pop()
         except IndexError:
@@ -104,7 +105,7 @@ class IdLists:
         if items is None or len(items) < n:
             items = np.empty(n, dtype=object)  # None everywhere
         ids = list_by_addresses(self._shared(), parts, items[:n])
-        if items.nbytes <= ITEMS_HELD:
+        if items.nbytes <= ITEMS_HELD and not self._spare_items:
             self._spare_items.append(items)
         return ids
 

@@ -4,6 +4,7 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -195,6 +196,18 @@ def test_lists_by_addresses_reuse_the_object_array(monkeypatch):
     assert all(x is None for x in lists._spare_items[0])
     monkeypatch.setattr(id_lists, "ITEMS_HELD", 0)  # too large to keep: used, then dropped
     assert lists([ids]) == ids.tolist() and lists._spare_items == []
+
+
+def test_lists_by_addresses_on_several_threads_at_once():
+    # Each call takes the kept object array or makes its own; none shares one with another.
+    lists, k = IdLists(1000), id_lists.ADDRESSES_FROM
+    rng = np.random.default_rng(1)
+    cases = [rng.integers(0, 1000, k * (1 + i % 3)).astype(np.int32) for i in range(24)]
+    with ThreadPoolExecutor(6) as ex:
+        got = list(ex.map(lambda ids: lists([ids]), cases))
+    assert got == [ids.tolist() for ids in cases]
+    assert 1 <= len(lists._spare_items) <= 6
+    assert all(x is None for a in lists._spare_items for x in a)
 
 
 def test_a_wrong_id_by_addresses_is_an_error_and_gives_back_everything():
