@@ -7,9 +7,9 @@ every id. Here every occurrence of an id refers to one shared int object instead
 * the shared ints gathered by id (numpy's take), then tolist(): two passes over the ids,
   with an object array of 8 bytes an id in between;
 * for ADDRESSES_FROM ids on, the same without take's references: C copies the ints'
-  addresses into a new object array's memory by id (bpe_gather_words), tolist() takes one
-  reference to each item, and C puts back the array's own items (references to None) before
-  numpy can drop them. Sound because the array is private to the call and not seen by the
+  addresses by id into the memory of an object array of None (bpe_gather_words), tolist()
+  takes one reference to each item, and C puts back the array's own items (references to
+  None) before numpy can drop them. Sound because the array is private to the call and not seen by the
   garbage collector (numpy's arrays do not take part in it), and every int in it is kept
   alive by the shared array throughout; so no reference is ever dropped that was not taken.
   All of it runs on a worker thread, where no KeyboardInterrupt can land between the gather
@@ -45,9 +45,9 @@ import numpy as np
 from ._lib import check, ffi, lib
 
 OBJECTS_FROM = 512  # ids from which a list is made of shared int objects
-ADDRESSES_FROM = 1 << 16  # ... by their addresses (a worker thread costs ~0.1 ms a call)
-ITEMS_HELD = 64 << 20  # bytes of object array an IdLists keeps for its next list by address
 MAX_VALUES = 1 << 18  # ... when the ids are below this
+ADDRESSES_FROM = 1 << 16  # ids from which by their addresses (a worker thread: ~0.1 ms a call)
+ITEMS_HELD = 64 << 20  # bytes of object array an IdLists keeps for its next list by address
 MARSHAL_PER_VALUE = 16  # ids per possible value from which marshal makes the list
 MARSHAL_MAX_IDS = (1 << 31) - 1  # marshal's lists hold a signed 32-bit length
 
