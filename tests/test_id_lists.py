@@ -186,8 +186,8 @@ def test_lists_by_addresses_take_and_give_back_every_reference():
 def test_lists_by_addresses_reuse_the_object_array(monkeypatch):
     lists, made, k = IdLists(1000), [], id_lists.ADDRESSES_FROM
     real_empty = np.empty
-    monkeypatch.setattr(id_lists.np, "empty",
-                        lambda *args, **kwargs: made.append(args[0]) or real_empty(*args, **kwargs))
+    monkeypatch.setattr(id_lists.np, "empty", lambda *args, **kwargs:
+                        made.append(args[0]) or real_empty(*args, **kwargs))
     ids = np.arange(3 * k, dtype=np.int32) % 1000
     for n in (2, 3, 1, 3):  # a shorter list takes the kept array's first items
         assert lists([ids[:n * k]]) == ids[:n * k].tolist()
@@ -222,6 +222,7 @@ def test_a_wrong_id_by_addresses_is_an_error_and_gives_back_everything():
 
 def test_lists_by_addresses_are_made_off_the_main_thread(monkeypatch):
     # Where no KeyboardInterrupt can land between the gather and the restore.
+    assert id_lists.addresses_work()  # its own check first, before the spy counts
     threads, real = [], id_lists.list_by_addresses
     monkeypatch.setattr(id_lists, "list_by_addresses", lambda *args: threads.append(
         threading.current_thread()) or real(*args))
@@ -255,6 +256,7 @@ def test_ctrl_c_while_a_list_is_made_by_addresses(monkeypatch):
     # to numpy, which would drop references it never took (a crash, sooner or later). Here
     # it lands while the worker thread waits after the gather: the main thread gets the
     # KeyboardInterrupt once the worker has made the list and given the items back.
+    assert id_lists.addresses_work()  # its own check first, at full speed
     slow = SlowGather(0.3)
     monkeypatch.setattr(id_lists, "lib", slow)
     lists = IdLists(700)
