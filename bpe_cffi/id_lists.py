@@ -9,9 +9,10 @@ every id. Here every occurrence of an id refers to one shared int object instead
 * for ADDRESSES_FROM ids on, the same without take's references: C copies the ints'
   addresses by id into the memory of an object array of None (bpe_gather_words), tolist()
   takes one reference to each item, and C puts back the array's own items (references to
-  None) before numpy can drop them. Sound because the array is private to the call and not seen by the
-  garbage collector (numpy's arrays do not take part in it), and every int in it is kept
-  alive by the shared array throughout; so no reference is ever dropped that was not taken.
+  None) before numpy can drop them. Sound because the array is private to the call and not
+  seen by the garbage collector (numpy's arrays do not take part in it), and every int in it
+  is kept alive by the shared array throughout; so no reference is ever dropped that was not
+  taken.
   All of it runs on a worker thread, where no KeyboardInterrupt can land between the gather
   and the restore (Python raises those in the main thread only). CPython only, checked on
   first use (addresses_work); else marshal serves. The object array is kept for the next

@@ -382,7 +382,7 @@ class Tokenizer:
             if workers == 1 or len(ranges) <= 1:
                 for a, b in ranges:
                     ids = self._encode_array(read_range(path, a, b), dtype)
-                    f.write(ids.tobytes())
+                    f.write(ids)  # its buffer, not a bytes copy of it
                     total += len(ids)
                     bar.update(b - a)
             else:

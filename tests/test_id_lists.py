@@ -231,6 +231,9 @@ def test_lists_by_addresses_are_made_off_the_main_thread(monkeypatch):
     assert len(threads) == 1 and threads[0] is not threading.main_thread()
 
 
+id_lists_lib = id_lists.lib
+
+
 class SlowGather:
     """id_lists' C library, with a pause after each gather: the window in which the object
     array holds borrowed items."""
@@ -246,9 +249,6 @@ class SlowGather:
         self.gathered.set()
         time.sleep(self.pause)
         return rc
-
-
-id_lists_lib = id_lists.lib
 
 
 def test_ctrl_c_while_a_list_is_made_by_addresses(monkeypatch):
