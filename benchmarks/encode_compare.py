@@ -1,6 +1,6 @@
 """Encoding throughput against tiktoken in one fresh process, outside pytest: the same ranks
 (a vocabulary trained on the corpus), identical ids checked, every call on a fresh copy of the
-text (encode_phases.fresh).
+text (encode_common.fresh).
 
 The calls are interleaved: each round runs every row once, so a slow spell of the machine
 (this 2-core VM's speed swings by up to 40% from minute to minute) falls on all rows alike
@@ -16,7 +16,7 @@ import statistics
 import time
 
 import bpe_cffi
-from encode_phases import EOT, fresh, tiktoken_encoding, trained_on_corpus
+from encode_common import EOT, fresh, tiktoken_encoding, trained_on_corpus
 
 
 def timed(fn, text: str) -> float:

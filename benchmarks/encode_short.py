@@ -1,7 +1,7 @@
 """The per-call cost of encoding short texts, against tiktoken: 200 000 characters of the corpus
 cut into texts of each size (and, last, texts of 100 characters ending in <|endoftext|>), each
 encoded with its own call (best of --repeat passes, each on fresh copies of the texts:
-encode_phases.fresh), ids checked against tiktoken's.
+encode_common.fresh), ids checked against tiktoken's.
 
 usage: python benchmarks/encode_short.py CORPUS [--vocab-size 50000] [--repeat 9]
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 import bpe_cffi
-from encode_phases import EOT, fresh, tiktoken_encoding, trained_on_corpus
+from encode_common import EOT, fresh, tiktoken_encoding, trained_on_corpus
 
 SIZES = (100, 300, 500, 1000, 2000)  # characters a text
 SPAN = 200_000  # characters cut into texts, for each size

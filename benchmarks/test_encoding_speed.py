@@ -2,7 +2,7 @@
 ranks (a 50 000-token vocabulary trained on the benchmark corpus), identical ids checked: the
 whole corpus as one text; 2 000 short texts, one call each (the per-call cost) and as one
 batch; the corpus's documents (split at <|endoftext|>) as one batch; decoding the corpus's ids.
-Every round encodes fresh copies of its texts (encode_phases.fresh), for every library alike.
+Every round encodes fresh copies of its texts (encode_common.fresh), for every library alike.
 
     pytest benchmarks/test_encoding_speed.py --benchmark-only
 """
@@ -11,7 +11,7 @@ import gc
 import pytest
 
 import bpe_cffi
-from encode_phases import fresh, tiktoken_encoding
+from encode_common import fresh, tiktoken_encoding
 
 EOT = "<|endoftext|>"
 VOCAB = 50_000

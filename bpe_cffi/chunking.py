@@ -1,72 +1,117 @@
-"""Cutting a corpus file into byte ranges that can be pre-tokenized independently.
+"""Cutting text into parts that pre-tokenize independently: corpus files into byte ranges for
+the process pool, long texts into parts for threads, and encode_iterable's stream.
 
 An edge is safe when pre-tokenizing the two sides apart gives exactly the pre-tokens of the
-whole (SPEC 1.9: results never depend on chunking). Two kinds of edge are safe:
+whole (docs/spec.md: results never depend on chunking). Two kinds of edge are safe:
 
-* the start of a special-token occurrence: the text is cut there anyway (SPEC 1.2);
-* with a unit-local pattern (GPT-2's), an edge between a non-whitespace character and a
-  whitespace character. No alternative of GPT-2's pattern matches from non-whitespace into
-  the whitespace after it, and the pattern has no lookbehind, so each side splits alone exactly
-  as it does within the whole. The test is made on ASCII bytes (0x21-0x7E before, one of
-  "\\t\\n\\v\\f\\r " after), which are whole characters in UTF-8.
+* the start of a special token's occurrence: the text is cut there anyway;
+* with a pattern family that has a C scanner, its safe edges between ASCII characters
+  (Pretokenizer.edges; csrc/units.h says why they are safe), whole characters in UTF-8.
 
-Either kind is safe only if no special-token occurrence straddles it.
+Either kind is safe only if no occurrence of a special token straddles it. A pattern split by
+the regex module has no edges of the second kind: its text is cut at special tokens only.
 """
 from __future__ import annotations
 
-import io
-import re
 from typing import AnyStr, Sequence
 
-from .pretokenize import UNIT_LOCAL_PATTERNS
+import regex
+
 from .sources import file_size, open_binary
 
 _FIRST_BLOCK = 1 << 12  # an edge is usually within a few bytes: start small, then grow
 _MAX_BLOCK = 1 << 20
 
 
-def edge_finder(specials: Sequence[AnyStr], unit_local: bool, kind: type = bytes):
-    """A pattern whose match starts are the candidate edges (still to be checked with
-    `straddled`) in text of type `kind` (bytes for files, str for encode_iterable); None when
-    nothing can be an edge."""
-    alternatives = ["(?=" + re.escape(s if isinstance(s, str) else s.decode("utf-8")) + ")"
-                    for s in specials]
-    if unit_local:
-        alternatives.append(r"(?<=[\x21-\x7e])(?=[\t\n\x0b\x0c\r ])")
-    if not alternatives:
-        return None
-    pattern = "|".join(alternatives)
-    return re.compile(pattern.encode("utf-8") if kind is bytes else pattern)
+class Edges:
+    """The safe edges of text of one kind (bytes for files and UTF-8, str for streams), for
+    the given special tokens and the family's edge pattern (None: special tokens only)."""
 
+    def __init__(self, specials: Sequence[bytes], edges: bytes | None, kind: type = bytes):
+        def as_kind(b: bytes):
+            return b if kind is bytes else b.decode("utf-8")
+        self.specials = [as_kind(s) for s in specials]
+        alternatives = [as_kind(b"(?=") + regex.escape(s) + as_kind(b")") for s in self.specials]
+        if edges is not None:
+            alternatives.append(as_kind(edges))
+        self.finder = regex.compile(as_kind(b"|").join(alternatives)) if alternatives else None
+        #: characters of a special token that can lie before an edge it straddles
+        self.behind = max([len(s) - 1 for s in self.specials] + [0])
 
-def straddled(block: AnyStr, i: int, specials: Sequence[AnyStr]) -> bool:
-    """Whether an occurrence of a special token starts before block[i] and ends after it."""
-    for s in specials:
-        j = block.find(s, max(0, i - len(s) + 1), i + len(s) - 1)
-        if j != -1 and j < i:
-            return True
-    return False
+    def straddled(self, block: AnyStr, i: int) -> bool:
+        """Whether an occurrence of a special token starts before block[i] and ends after it."""
+        for s in self.specials:
+            j = block.find(s, max(0, i - len(s) + 1), i + len(s) - 1)
+            if j != -1 and j < i:
+                return True
+        return False
 
-
-def next_safe_edge(f, pos: int, size: int, specials: Sequence[bytes], finder) -> int:
-    """The first safe edge at or after pos, or size if there is none."""
-    if finder is None:
+    def next_edge(self, f, pos: int, size: int) -> int:
+        """The first safe edge at or after pos in file f of size bytes, or size if none."""
+        if self.finder is None:
+            return size
+        behind = max(self.behind, 1)
+        start, step = pos, _FIRST_BLOCK
+        while start < size:
+            lo = max(0, start - behind)
+            f.seek(lo)
+            block = f.read(start - lo + step + behind)
+            for m in self.finder.finditer(block, start - lo):
+                i = m.start()
+                if lo + i >= start + step:
+                    break
+                if not self.straddled(block, i):
+                    return lo + i
+            start += step
+            step = min(2 * step, _MAX_BLOCK)
         return size
-    behind = max([len(s) - 1 for s in specials] + [1])
-    start, step = pos, _FIRST_BLOCK
-    while start < size:
-        lo = max(0, start - behind)
-        f.seek(lo)
-        block = f.read(start - lo + step + behind)
-        for m in finder.finditer(block, start - lo):
+
+    def last_edge(self, text: AnyStr, start: int = 0) -> int:
+        """The last safe edge of text at or after start, or 0 if there is none. text may
+        continue, so only edges that more text cannot take back count: none within the
+        longest special token of the end."""
+        if self.finder is None:
+            return 0
+        limit = len(text) - self.behind
+        best = 0
+        for m in self.finder.finditer(text, start):
             i = m.start()
-            if lo + i >= start + step:
+            if i > limit:
                 break
-            if not straddled(block, i, specials):
-                return lo + i
-        start += step
-        step = min(2 * step, _MAX_BLOCK)
-    return size
+            if i > 0 and not self.straddled(text, i):
+                best = i
+        return best
+
+    def first_edge(self, text: AnyStr, pos: int) -> int:
+        """The first safe edge of text (held whole) at or after pos, or len(text) if none."""
+        if self.finder is not None:
+            for m in self.finder.finditer(text, pos):
+                if not self.straddled(text, m.start()):
+                    return m.start()
+        return len(text)
+
+    def plan_text(self, text: AnyStr, parts: int) -> list[tuple[int, int]]:
+        """Text held whole (str or bytes) cut into about `parts` parts on safe edges."""
+        target = -(-len(text) // parts)
+        cuts = [0]
+        while cuts[-1] + target < len(text):
+            edge = self.first_edge(text, cuts[-1] + target)
+            if edge >= len(text):
+                break
+            cuts.append(edge)
+        cuts.append(len(text))
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+    def plan(self, f, size: int, target: int) -> list[tuple[int, int]]:
+        """Byte ranges (start, end) of about `target` bytes of file f, cut on safe edges."""
+        cuts = [0]
+        while cuts[-1] + target < size:
+            edge = self.next_edge(f, cuts[-1] + target, size)
+            if edge >= size:
+                break
+            cuts.append(edge)
+        cuts.append(size)
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def chunk_target(size: int, num_workers: int) -> int:
@@ -74,51 +119,9 @@ def chunk_target(size: int, num_workers: int) -> int:
     return min(max(size // (4 * num_workers), 1 << 20), 16 << 20)
 
 
-def plan_chunks(path: str, specials: Sequence[str], pattern: str, target: int) -> list[tuple[int, int]]:
-    """Splits the file into (start, end) byte ranges of about `target` bytes on safe edges."""
+def plan_file(path: str, edges: Edges, target: int) -> list[tuple[int, int]]:
+    """A file cut into byte ranges of about `target` bytes on safe edges."""
     with open_binary(path) as f:
-        return _plan(f, file_size(path), specials, pattern, target)
+        return edges.plan(f, file_size(path), target)
 
 
-def plan_bytes(data: bytes, specials: Sequence[str], pattern: str,
-               target: int) -> list[tuple[int, int]]:
-    """plan_chunks for text already in memory (UTF-8 bytes)."""
-    with io.BytesIO(data) as f:  # shares data's buffer: no copy
-        return _plan(f, len(data), specials, pattern, target)
-
-
-def _plan(f, size: int, specials: Sequence[str], pattern: str,
-          target: int) -> list[tuple[int, int]]:
-    special_bytes = [s.encode("utf-8") for s in specials]
-    finder = edge_finder(special_bytes, pattern in UNIT_LOCAL_PATTERNS)
-    edges = [0]
-    while edges[-1] + target < size:
-        edge = next_safe_edge(f, edges[-1] + target, size, special_bytes, finder)
-        if edge >= size:
-            break
-        edges.append(edge)
-    edges.append(size)
-    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
-
-
-def last_safe_edge(text: str, specials: Sequence[str], finder) -> int:
-    """The last safe edge of a text that may continue, or 0 if there is none yet.
-
-    Only edges that more text cannot invalidate count: a special token occurrence that
-    straddles the edge must lie wholly inside `text`, so edges closer to the end than the
-    longest special are not considered.
-    """
-    if finder is None:
-        return 0
-    limit = len(text) - max([len(s) - 1 for s in specials] + [0])
-    best = 0
-    # Look at the tail first: a safe edge is almost always near the end.
-    for window in (1 << 12, 1 << 16, len(text)):
-        start = max(0, limit - window)
-        for m in finder.finditer(text, start, max(start, limit)):
-            i = m.start()
-            if 0 < i <= limit and not straddled(text, i, specials):
-                best = i
-        if best or start == 0:
-            return best
-    return best

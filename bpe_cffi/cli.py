@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import time
 
@@ -16,7 +15,8 @@ import numpy as np
 from . import __version__
 from .counting import count_words_arrays
 from .files import save
-from .pretokenize import GPT2_PATTERN, unique_specials
+from .patterns import GPT2_PATTERN
+from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
 from .tokenizer import Tokenizer
 from .training import check_vocab_size, train_from_arrays
@@ -26,11 +26,16 @@ class UsageError(Exception):
     """A problem with the command line itself: exit status 2."""
 
 
-def _peak_rss_mb() -> float:
-    """Peak resident memory of the largest process: this one or a finished worker, in MB."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, kids) / 1024  # Linux reports KiB
+def _peak_rss_mb() -> float | None:
+    """Peak resident memory of the largest process, this one or a finished worker, in MB;
+    None where the platform does not say (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes there, KiB here
 
 
 def _show(token: bytes) -> str:
@@ -80,7 +85,9 @@ def cmd_train(args) -> None:
     print(f"  time: read {stats.read_s:.2f} s, pre-tokenize {stats.pretokenize_s:.2f} s "
           f"(CPU over workers; wall {stats.wall_s:.2f} s), merge {t2 - t1:.2f} s, "
           f"write {t3 - t2:.2f} s")
-    print(f"  peak memory (largest process): {_peak_rss_mb():.0f} MB")
+    peak = _peak_rss_mb()
+    if peak is not None:
+        print(f"  peak memory (largest process): {peak:.0f} MB")
     print(f"  longest tokens: {_longest(vocab[256 + i] for i in range(len(merges)))}")
     print(f"  wrote {', '.join(os.path.basename(p) for p in paths)} to {args.out}")
 
@@ -191,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (| head): not an error worth a message
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (OSError, ValueError, TypeError, MemoryError, OverflowError, UnicodeError) as e:
+    except (OSError, ValueError, MemoryError, OverflowError, UnicodeError) as e:
         print(f"bpe-cffi: error: {e}", file=sys.stderr)
         return 1
     return 0

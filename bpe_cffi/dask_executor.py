@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .units import Arrays, Counter
+from .counter import Arrays, WordCounter
+from .tally import count_range
 
 
 def merge_arrays(a: Arrays, b: Arrays) -> Arrays:
     """The word counts of a and b together (a task of the reduction tree)."""
-    total = Counter()
+    total = WordCounter()
     total.add(*a)
     total.add(*b)
     return total.export()
 
 
 def _range_arrays(task) -> Arrays:
-    from .counting import count_range
     return count_range(task)[0]
 
 

@@ -1,4 +1,4 @@
-"""Tokenizer files (SPEC 3), all written atomically (temporary file + rename):
+"""Tokenizer files (docs/spec.md), all written atomically (temporary file + rename):
 
 - vocab.json + merges.txt: GPT-2's format. Each byte is shown as a printable character (GPT-2's
   bytes_to_unicode table), so any byte string survives JSON and a space-separated merges file.
@@ -17,7 +17,7 @@ import tempfile
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
-from .pretokenize import GPT2_PATTERN
+from .patterns import GPT2_PATTERN
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -270,7 +270,7 @@ def save_counts(counts, path) -> None:
     """Writes word counts ({bytes: count}, or count_words_arrays' arrays) as a compact .npz,
     atomically, so that counting and merging can run at different times."""
     import numpy as np
-    from .units import counts_to_arrays
+    from .counter import counts_to_arrays
     blob, offsets, values = counts_to_arrays(counts) if isinstance(counts, Mapping) else counts
     with atomic_write(os.fspath(path), "wb") as f:
         np.savez(f, words=np.frombuffer(blob, np.uint8), offsets=offsets, counts=values,
@@ -292,5 +292,5 @@ def load_counts(path) -> dict[bytes, int]:
         raise ValueError(f"{path}: not a bpe_cffi word-count file ({e})") from None
     if len(offsets) != len(values) + 1 or offsets[0] != 0 or offsets[-1] != len(blob):
         raise ValueError(f"{path}: inconsistent word-count file")
-    from .units import arrays_to_counts
+    from .counter import arrays_to_counts
     return arrays_to_counts((blob, offsets, values))

@@ -1,4 +1,4 @@
-"""Training (SPEC 1): word counts -> merges in the C core, and the train_bpe front door."""
+"""Training (docs/spec.md): word counts -> merges in the C core, and the train_bpe front door."""
 from __future__ import annotations
 
 import operator
@@ -13,8 +13,9 @@ from ._lib import check, ffi, lib
 from .counting import count_words_arrays
 from .progress import progress_bar
 from .sources import PathsLike
-from .pretokenize import GPT2_PATTERN, unique_specials
-from .units import counts_to_arrays
+from .counter import counts_to_arrays
+from .patterns import GPT2_PATTERN
+from .specials import unique_specials
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -69,7 +70,7 @@ def _run_merges(blob: bytes, offsets: np.ndarray, values: np.ndarray, n_merges: 
 def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
            bucket_limit: int, timing: dict | None = None) -> tuple[Vocab, Merges, int]:
     """Merges learned from word counts given as (blob, offsets, counts) arrays, laid out as
-    SPEC 1.1 says; also the number of merges wanted. timing, if given, receives the seconds
+    docs/spec.md says; also the number of merges wanted. timing, if given, receives the seconds
     spent in C ("merge") and building the output ("output")."""
     vocab_size = check_vocab_size(vocab_size, len(specials))
     blob, offsets, values = arrays
@@ -99,7 +100,7 @@ def _warn_if_short(vocab: Vocab, merges: Merges, n_wanted: int, vocab_size: int)
 def train_from_counts(counts: Mapping[bytes, int], vocab_size: int,
                       special_tokens: Iterable[str] = (), *, progress: bool = False,
                       _bucket_limit: int = 0) -> tuple[Vocab, Merges]:
-    """Learns merges from {pre-token bytes: count} (SPEC 1.4-1.8)."""
+    """Learns merges from {pre-token bytes: count} (docs/spec.md)."""
     specials = unique_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))
     vocab, merges, n_wanted = _learn(counts_to_arrays(counts), vocab_size, specials, progress,
@@ -118,25 +119,26 @@ def train_from_arrays(arrays, vocab_size: int, special_tokens: Iterable[str] = (
 
 
 def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[str] = (), *,
-              pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-              fast: bool | None = None, client=None,
+              pattern: str = GPT2_PATTERN, num_workers: int | None = None, client=None,
               progress: bool = False) -> tuple[Vocab, Merges]:
-    """Trains byte-level BPE on UTF-8 text files (SPEC 1): a path, a list of paths or a glob.
+    """Trains byte-level BPE on UTF-8 text files (docs/spec.md): a path, a list of paths or
+    a glob.
 
     Returns vocab {id: bytes} (bytes 0-255, then one token per merge, then the special tokens)
     and the merges in creation order. progress=True shows progress bars on a terminal and
-    prints where the time went. fast, client: see count_words (the result depends on
-    neither).
+    prints where the time went. pattern, num_workers, client: see count_words (the result
+    depends on neither num_workers nor client).
     """
     specials = unique_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))  # before the long part
     arrays, stats = count_words_arrays(input_path, specials, pattern=pattern,
-                                       num_workers=num_workers, fast=fast, client=client,
+                                       num_workers=num_workers, client=client,
                                        progress=progress)
     timing: dict = {}
     vocab, merges, n_wanted = _learn(arrays, vocab_size, specials, progress, 0, timing)
     if progress:
-        print(f"bpe_cffi: {stats}; merge (C) {timing['merge']:.2f} s, output "
+        print(f"bpe_cffi: pre-tokenized by {stats.pretokenizer}; {stats}; merge (C) "
+              f"{timing['merge']:.2f} s, output "
               f"{timing['output']:.2f} s ({len(arrays[2]):,} distinct pre-tokens)",
               file=sys.stderr)
     _warn_if_short(vocab, merges, n_wanted, vocab_size)

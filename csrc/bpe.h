@@ -55,14 +55,6 @@ typedef struct bpe_encoder bpe_encoder;
 int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
                     const int32_t *merged, int64_t n_merges, int64_t n_ids, bpe_encoder **out);
 
-/* Encodes pre-tokens: word i is bytes[offsets[i] .. offsets[i+1]) (SPEC 2.3: merges applied by
- * rank within each word, never across words); offsets start at 0, never decrease and end at
- * n_bytes. Writes the ids of all words, in order, to ids
- * (room for out_cap ids; offsets[n_words] always suffices) and their number to *n_out. */
-int bpe_encoder_encode(const bpe_encoder *e, const uint8_t *bytes, int64_t n_bytes,
-                       const int64_t *offsets, int64_t n_words, int32_t *ids, int64_t out_cap,
-                       int64_t *n_out);
-
 void bpe_encoder_free(bpe_encoder *e);
 
 /* ---- decoding ---------------------------------------------------------------------------- */
@@ -82,33 +74,51 @@ int bpe_decoder_decode(const bpe_decoder *d, const int64_t *ids, int64_t n, uint
                        int64_t cap, int64_t *n_out);
 void bpe_decoder_free(bpe_decoder *d);
 
-/* ---- words copied by index (gather.c) ------------------------------------------------- */
+/* ---- pre-tokenization (scan.h) ---------------------------------------------------------- */
 
-/* out[i] = table[ids[i]] for i < n. BPE_EINVAL, at the first id outside [0, n_table), with
- * out[0 .. i) already written. */
-int bpe_gather_words(const uintptr_t *table, int64_t n_table, const int32_t *ids, int64_t n,
-                     uintptr_t *out);
-/* out[i] = value for i < n. */
-void bpe_fill_words(uintptr_t *out, int64_t n, uintptr_t value);
+typedef struct bpe_scanner bpe_scanner;
 
-/* ---- units: fast pre-tokenization for GPT-2's pattern (see units.h) ------------------- */
+/* Pattern families with a scanner in C. BPE_SCAN_PIECES has none: each piece given to it is one
+ * pre-token already (the caller split the text with its regex). */
+enum { BPE_SCAN_PIECES = 0, BPE_SCAN_GPT2 = 1, BPE_SCAN_CL100K = 2, BPE_SCAN_O200K = 3 };
+
+/* Builds a scanner of a family. max_digits: the cl100k family's \p{N}{1,max_digits} (3 for
+ * cl100k itself; at least 1 in every family). space_run_ends: 1 for the tiktoken form of
+ * cl100k (its \s++$), else 0. classes: one byte per code point (n_classes == 0x110000), as
+ * scan.h lays it out; copied (NULL for BPE_SCAN_PIECES, which reads none). */
+int bpe_scanner_new(int family, int max_digits, int space_run_ends, const uint8_t *classes,
+                    int64_t n_classes, bpe_scanner **out);
+void bpe_scanner_free(bpe_scanner *s);
+/* The pre-tokens of UTF-8 text[0 .. n): their ends go to ends (room for cap >= n) and their
+ * number to *n_ends. BPE_EUTF8 if the text is not valid UTF-8. */
+int bpe_scanner_split(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t *ends,
+                      int64_t cap, int64_t *n_ends);
 
 /* Whether code point cp is whitespace for the regex module's \s (Unicode White_Space). */
 int bpe_is_whitespace(uint32_t cp);
 
-/* `classes` below: one byte per code point, n_classes == 0x110000 of them: 0 \p{L},
- * 1 \p{N}, 2 \s, 3 anything else (the caller computes it with the regex module). */
-
-/* GPT-2's pattern on UTF-8 text: writes pre-token end offsets to ends (room for n), returns
- * their number. */
-int64_t bpe_gpt2_split(const uint8_t *text, int64_t n, const uint8_t *classes,
-                       int64_t n_classes, int64_t *ends);
-
 /* Where a special token occurs: writes to out the starts of the leftmost non-overlapping
- * occurrences of needle (m >= 1 bytes) in text[from .. n), at most cap of them, and returns
- * how many it wrote (cap means: call again from the last one + m). */
-int64_t bpe_find_all(const uint8_t *text, int64_t n, int64_t from, const uint8_t *needle,
-                     int64_t m, int64_t *out, int64_t cap);
+ * occurrences of needle (m >= 1 bytes) in text[from .. n), at most cap of them, and their
+ * number to *n_found (cap means: call again from the last one + m). */
+int bpe_find_all(const uint8_t *text, int64_t n, int64_t from, const uint8_t *needle,
+                 int64_t m, int64_t *out, int64_t cap, int64_t *n_found);
+
+/* ---- encoding (encode.c) ------------------------------------------------------------------ */
+
+/* Encodes pieces of UTF-8 text, the one way in for every encode method: piece i is
+ * text[starts[i] .. ends[i]), split into pre-tokens by s and merged by e (SPEC 2.3), then
+ * followed by the special token id then_id[i] unless it is -1. Nothing joins across two
+ * pieces. starts, ends and then_id may all be NULL with n_pieces 1: the whole text, no special.
+ * ids gets the ids of all pieces in order (room for out_cap: one per byte of the pieces and
+ * one per special always suffices), *n_out their number, and piece_ids_end[i], if it is not
+ * NULL, the number of ids up to the end of piece i and its special. BPE_EUTF8 if a piece is
+ * not valid UTF-8. */
+int bpe_encode(const bpe_encoder *e, const bpe_scanner *s, const uint8_t *text, int64_t n,
+               const int64_t *starts, const int64_t *ends, const int32_t *then_id,
+               int64_t n_pieces, int32_t *ids, int64_t out_cap, int64_t *n_out,
+               int64_t *piece_ids_end);
+
+/* ---- counting (count.c) ------------------------------------------------------------------- */
 
 /* A counter of byte strings. Entries keep first-insertion order. */
 typedef struct bpe_counter bpe_counter;
@@ -118,13 +128,12 @@ void bpe_counter_free(bpe_counter *c);
 /* Adds counts[i] to word i, laid out as for bpe_trainer_new. */
 int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
                     const int64_t *offsets, const int64_t *counts, int64_t n_words);
-/* Counts the units of each of n_pieces separate UTF-8 texts, piece i being
+/* Counts the units (units.h) of each of n_pieces separate UTF-8 texts, piece i being
  * text[starts[i] .. ends[i]) (within text[0 .. n)). BPE_EUTF8 if a piece is not valid UTF-8. */
-int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const int64_t *starts,
-                          const int64_t *ends, int64_t n_pieces);
+int bpe_counter_add_units(bpe_counter *c, const bpe_scanner *s, const uint8_t *text, int64_t n,
+                          const int64_t *starts, const int64_t *ends, int64_t n_pieces);
 /* Adds to `words` the pre-tokens of every unit counted in `units`, times the unit's count. */
-int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
-                            int64_t n_classes, bpe_counter *words);
+int bpe_counter_split_units(const bpe_counter *units, const bpe_scanner *s, bpe_counter *words);
 void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes);
 /* Copies the entries out: bytes (n_bytes), offsets (n_words + 1), counts (n_words). */
 void bpe_counter_export(const bpe_counter *c, uint8_t *bytes, int64_t *offsets, int64_t *counts);
@@ -132,49 +141,5 @@ void bpe_counter_export(const bpe_counter *c, uint8_t *bytes, int64_t *offsets, 
  * for a single bytes.split in Python (0xFF never occurs in UTF-8), and the counts. Returns 0,
  * having written nothing, if a word contains 0xFF. */
 int bpe_counter_export_split(const bpe_counter *c, uint8_t *bytes, int64_t *counts);
-
-/* The units of one text, each distinct one encoded once. */
-typedef struct bpe_units bpe_units;
-/* Large hash-table blocks kept from one scan and encode to the next (slot_cache.h). Not
- * locked: lend each cache to one call at a time. */
-typedef struct bpe_slot_cache bpe_slot_cache;
-int bpe_slot_cache_new(bpe_slot_cache **out);
-void bpe_slot_cache_free(bpe_slot_cache *c);
-/* The bytes of the blocks c holds. */
-int64_t bpe_slot_cache_held(const bpe_slot_cache *c);
-
-/* Scans pieces text[starts[i] .. ends[i]) (UTF-8, BPE_EUTF8 if invalid); after piece i comes
- * the special token then_id[i], or nothing if it is -1. Units are shared across pieces. The
- * scan's tables and bpe_encoder_encode_units' take their large blocks from cache and give them
- * back to it (cache may be NULL; else it must outlive the units). */
-int bpe_units_scan(const uint8_t *text, int64_t n, const int64_t *starts, const int64_t *ends,
-                   const int32_t *then_id, int64_t n_pieces, bpe_slot_cache *cache,
-                   bpe_units **out);
-/* Encodes what was scanned; ids needs room for one id per byte plus one per special. If
- * piece_ids_end is not NULL, piece_ids_end[i] is set to the number of ids written up to the
- * end of piece i and its special (one entry per piece scanned). */
-int bpe_encoder_encode_units(const bpe_encoder *e, const bpe_units *u, const uint8_t *classes,
-                             int64_t n_classes, int32_t *ids, int64_t out_cap, int64_t *n_out,
-                             int64_t *piece_ids_end);
-void bpe_units_free(bpe_units *u);
-
-/* Encodes the pieces of a short UTF-8 text with GPT-2's pattern, as bpe_units_scan and
- * bpe_encoder_encode_units do (piece i is text[starts[i] .. ends[i]), BPE_EUTF8 if invalid,
- * then the special then_id[i] unless it is -1), without the units: each pre-token is encoded
- * where it occurs, a repeated one again, which for a text of a few hundred bytes costs less
- * than finding its distinct units. ids needs room for one id per byte of the pieces plus one
- * per special. */
-int bpe_encoder_encode_gpt2(const bpe_encoder *e, const uint8_t *text, int64_t n,
-                            const int64_t *starts, const int64_t *ends, const int32_t *then_id,
-                            int64_t n_pieces, const uint8_t *classes, int64_t n_classes,
-                            int32_t *ids, int64_t out_cap, int64_t *n_out);
-/* The same for a whole text, which C cuts at each leftmost non-overlapping occurrence of one
- * special token (special_len bytes of valid UTF-8, special_id after the piece before it; no
- * special: special_len 0): the usual case of one special, with no pieces to pass. ids needs
- * room for n ids. */
-int bpe_encoder_encode_gpt2_text(const bpe_encoder *e, const uint8_t *text, int64_t n,
-                                 const uint8_t *special, int64_t special_len, int32_t special_id,
-                                 const uint8_t *classes, int64_t n_classes, int32_t *ids,
-                                 int64_t out_cap, int64_t *n_out);
 
 #endif

@@ -1,4 +1,4 @@
-/* count.c - counting units and pre-tokens in C (the fast path of count_words). */
+/* count.c - a counter of byte strings: the units and pre-tokens of count_words. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,24 +47,23 @@ int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
     return rc == BPE_OK ? word_batch_flush(&c->table, &batch) : rc;
 }
 
-int bpe_counter_add_units(bpe_counter *c, const uint8_t *text, int64_t n, const int64_t *starts,
-                          const int64_t *ends, int64_t n_pieces) {
-    if (!c || n < 0 || n_pieces < 0 || (n_pieces > 0 && (!text || !starts || !ends)))
+int bpe_counter_add_units(bpe_counter *c, const bpe_scanner *s, const uint8_t *text, int64_t n,
+                          const int64_t *starts, const int64_t *ends, int64_t n_pieces) {
+    if (!c || !s || n < 0 || n_pieces < 0 || (n_pieces > 0 && (!text || !starts || !ends)))
         return BPE_EINVAL;
     if (!pieces_in_bounds(n, starts, ends, n_pieces)) return BPE_EINVAL;
     word_batch batch = {.n = 0};
     int rc = BPE_OK;
     for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++)
-        rc = units_add(&c->table, &batch, text + starts[p], ends[p] - starts[p], NULL, NULL);
+        rc = units_add(&c->table, &batch, s, text + starts[p], ends[p] - starts[p], NULL, NULL);
     return rc == BPE_OK ? word_batch_flush(&c->table, &batch) : rc;
 }
 
-int bpe_counter_split_units(const bpe_counter *units, const uint8_t *classes,
-                            int64_t n_classes, bpe_counter *words) {
-    if (!units || !words || !classes || n_classes != N_CODE_POINTS) return BPE_EINVAL;
+int bpe_counter_split_units(const bpe_counter *units, const bpe_scanner *s, bpe_counter *words) {
+    if (!units || !words || !s) return BPE_EINVAL;
     /* Fewer distinct pre-tokens than units, as a rule: size the table once. */
     int rc = word_table_reserve(&words->table, words->table.n + units->table.n);
-    return rc == BPE_OK ? units_split(&units->table, classes, &words->table, NULL, NULL) : rc;
+    return rc == BPE_OK ? units_split(&units->table, s, &words->table, NULL, NULL) : rc;
 }
 
 void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes) {

@@ -7,12 +7,11 @@
 
 #include "bpe.h"
 #include "grow.h"
-#include "slot_cache.h"
+#include "big_alloc.h"
 
 static int alloc_slots(word_table *t, int64_t n_slots) {
     if ((uint64_t)n_slots > SIZE_MAX / sizeof(word_slot)) return BPE_EOVERFLOW;
-    size_t got;
-    word_slot *slots = slot_cache_alloc(t->cache, (size_t)n_slots * sizeof *slots, &got);
+    word_slot *slots = big_alloc((size_t)n_slots * sizeof *slots);
     if (!slots) return BPE_ENOMEM;
     for (int64_t i = 0; i < n_slots; i++) slots[i].seq = -1;
     for (int64_t s = 0; s < t->n; s++) { /* move every word, recording its new slot */
@@ -22,20 +21,14 @@ static int alloc_slots(word_table *t, int64_t n_slots) {
         slots[i] = *old;
         t->slot_of[s] = i;
     }
-    slot_cache_free(t->cache, t->slots, t->slots_bytes);
+    free(t->slots);
     t->slots = slots;
-    t->slots_bytes = got;
     t->n_slots = n_slots;
     return BPE_OK;
 }
 
 int word_table_init(word_table *t, int64_t most) {
-    return word_table_init_cached(t, most, NULL);
-}
-
-int word_table_init_cached(word_table *t, int64_t most, bpe_slot_cache *cache) {
     memset(t, 0, sizeof *t);
-    t->cache = cache;
     /* A short text's tables are made on every call: start them no larger than it can fill. */
     int64_t n_slots = 2048;
     while (most > 0 && n_slots > 64 && n_slots / 2 >= 2 * most) n_slots /= 2;
@@ -54,20 +47,11 @@ int word_table_init_cached(word_table *t, int64_t most, bpe_slot_cache *cache) {
     return BPE_OK;
 }
 
-int word_table_reserve(word_table *t, int64_t n) {
-    int64_t n_slots = t->n_slots;
-    while (n_slots < 2 * n) {
-        if (n_slots > INT64_MAX / 4) return BPE_EOVERFLOW;
-        n_slots *= 2;
-    }
-    return n_slots > t->n_slots ? alloc_slots(t, n_slots) : BPE_OK;
-}
-
-/* Room for one more word of len bytes. */
-static int reserve(word_table *t, int64_t len) {
-    int rc;
-    if (t->n == t->cap) {
-        int64_t cap = grow_capacity(t->cap, t->n + 1, 1024);
+/* Room in the per-word arrays for `need` words. */
+static int reserve_words(word_table *t, int64_t need) {
+    int rc = BPE_OK;
+    if (need > t->cap) {
+        int64_t cap = grow_capacity(t->cap, need, 1024);
         if (cap < 0 || cap >= INT32_MAX) return BPE_EOVERFLOW; /* seq is an int32 */
         int64_t *start = resize_array(t->start, cap + 1, sizeof *start, &rc);
         if (!start) return rc;
@@ -80,6 +64,24 @@ static int reserve(word_table *t, int64_t len) {
         t->hash = hash;
         t->cap = cap;
     }
+    return rc;
+}
+
+int word_table_reserve(word_table *t, int64_t n) {
+    int64_t n_slots = t->n_slots;
+    while (n_slots < 2 * n) {
+        if (n_slots > INT64_MAX / 4) return BPE_EOVERFLOW;
+        n_slots *= 2;
+    }
+    int rc = reserve_words(t, n);
+    if (rc == BPE_OK && n_slots > t->n_slots) rc = alloc_slots(t, n_slots);
+    return rc;
+}
+
+/* Room for one more word of len bytes. */
+static int reserve(word_table *t, int64_t len) {
+    int rc = reserve_words(t, t->n + 1);
+    if (rc != BPE_OK) return rc;
     uint8_t *a = reserve_array(t->arena, &t->cap_bytes, t->n_bytes + len, 16384, 1, &rc);
     if (!a) return rc;
     t->arena = a;
@@ -152,7 +154,7 @@ int word_batch_flush(word_table *t, word_batch *b) {
 }
 
 void word_table_free(word_table *t) {
-    slot_cache_free(t->cache, t->slots, t->slots_bytes);
+    free(t->slots);
     free(t->arena);
     free(t->start);
     free(t->slot_of);

@@ -26,8 +26,6 @@ typedef struct {
 typedef struct {
     word_slot *slots;
     int64_t n_slots;
-    size_t slots_bytes;  /* the size of the slots' block, which may hold more than n_slots */
-    bpe_slot_cache *cache; /* where the slots' blocks come from and go back to (or NULL) */
     uint8_t *arena; /* keys back to back, in seq order */
     int64_t n_bytes, cap_bytes;
     int64_t *start; /* start[seq]: where key seq begins in the arena; start[n] == n_bytes */
@@ -38,9 +36,8 @@ typedef struct {
 
 /* most: the most words the caller can add, when it knows (a bound, not a reservation), or 0. */
 int word_table_init(word_table *t, int64_t most);
-/* word_table_init with the slots' blocks from a cache (slot_cache.h), which must outlive t. */
-int word_table_init_cached(word_table *t, int64_t most, bpe_slot_cache *cache);
-/* Makes room for about n words in all, so that filling the table does not rehash it. */
+/* Makes room for about n words in all, so that filling the table neither rehashes it nor
+ * moves its per-word arrays. */
 int word_table_reserve(word_table *t, int64_t n);
 /* Words are added in two steps, key then insert, so that a caller adding many can hash a
  * batch ahead and ask for their slots early (lookups in a large table miss the cache; this

@@ -13,14 +13,14 @@ vocab, merges = bpe_cffi.train_bpe(path, 600, ["<|endoftext|>"], num_workers=1)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     bpe_cffi.train_from_counts({b"a" * 300: 3, b"ab" * 50: 2, b"\x00\xff": 1}, 400)
-for fast in (True, False):
-    tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], fast=fast)
+# The C scanner, and the regex path (a pattern that no scanner recognises).
+for pattern in (bpe_cffi.GPT2_PATTERN, "(?:" + bpe_cffi.GPT2_PATTERN + ")"):
+    tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], pattern=pattern)
     ids = tok.encode(text + "<|endoftext|>" + "x" * 500)
     assert tok.decode(ids) == text + "<|endoftext|>" + "x" * 500
     texts = [text[:3000], "", "a<|endoftext|>b", "<|endof", "text|>", text[3000:9000]]
     assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
-# Texts of 40 000 distinct words grow the unit tables past 4 MB of slots: the second encode
-# takes them from the tokenizer's slot cache.
+# Texts of 40 000 distinct words: the units' hash tables grow past 4 MB of slots.
 rng = random.Random(0)
 tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], num_threads=1)
 for _ in range(2):

@@ -1,9 +1,10 @@
-import lzma
 import multiprocessing
 import os
 
 import pytest
 from hypothesis import settings
+
+import bpe_cffi
 
 settings.register_profile("ci", max_examples=100, deadline=None)
 settings.register_profile("dev", max_examples=30, deadline=None)
@@ -14,15 +15,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 if os.environ.get("BPE_TEST_START_METHOD"):
     multiprocessing.set_start_method(os.environ["BPE_TEST_START_METHOD"], force=True)
 
-REALMIX = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "bench", "realmix.txt.xz")
+DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
 @pytest.fixture(scope="session")
-def realmix_head():
-    """The first ~2 MB of the shared real-text corpus, or a skip when it is not there."""
-    path = os.environ.get("BPE_REALMIX", REALMIX)
-    if not os.path.exists(path):
-        pytest.skip("shared/bench/realmix.txt.xz not found")
-    with lzma.open(path, "rb") as f:
-        data = f.read(2_000_000)
-    return data.decode("utf-8", errors="ignore")
+def real_text() -> str:
+    """Real text that ships with the repository, about 390 KB: many scripts, code and odd
+    whitespace (tests/data/multilingual.txt), then Genesis and Exodus (the packaged sample),
+    with the multilingual text again between every ten chapters."""
+    with open(os.path.join(DATA, "multilingual.txt"), encoding="utf-8", newline="") as f:
+        mixed = f.read()
+    with open(bpe_cffi.sample_path(), encoding="utf-8") as f:
+        chapters = f.read().split("<|endoftext|>")
+    parts = [mixed]
+    for k in range(0, len(chapters), 10):
+        parts.append("<|endoftext|>".join(chapters[k:k + 10]))
+        parts.append(mixed)
+    return "<|endoftext|>".join(parts)

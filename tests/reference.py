@@ -1,6 +1,6 @@
 """Small, obviously-correct pure-Python references that the fast code is tested against.
 
-Slow by design: every step is the SPEC's sentence written out, nothing incremental.
+Slow by design: every step is the spec's sentence (docs/spec.md) written out, nothing incremental.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 
 
 def split_specials(text: str, specials) -> list[tuple[str, bool]]:
-    """SPEC 1.2 / 2.1: cut at special tokens, longest first, leftmost first."""
+    """spec 1.2 / 2.1: cut at special tokens, longest first, leftmost first."""
     if not specials:
         return [(text, False)] if text else []
     out, i = [], 0
@@ -47,7 +47,7 @@ def word_counts(text: str, specials=(), pattern: str = GPT2_PATTERN) -> dict[byt
 
 
 def merge_word(tokens: list[bytes], pair: tuple[bytes, bytes]) -> list[bytes]:
-    """SPEC 1.6: replace occurrences of the pair left to right, without overlap."""
+    """spec 1.6: replace occurrences of the pair left to right, without overlap."""
     out, i = [], 0
     while i < len(tokens):
         if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) == pair:
@@ -60,7 +60,7 @@ def merge_word(tokens: list[bytes], pair: tuple[bytes, bytes]) -> list[bytes]:
 
 
 def train(counts: dict[bytes, int], n_merges: int) -> list[tuple[bytes, bytes]]:
-    """SPEC 1.4-1.7, recounting every pair from scratch at every step."""
+    """spec 1.4-1.7, recounting every pair from scratch at every step."""
     words = {w: [bytes([b]) for b in w] for w, c in counts.items() if c > 0}
     merges = []
     for _ in range(n_merges):
@@ -77,7 +77,7 @@ def train(counts: dict[bytes, int], n_merges: int) -> list[tuple[bytes, bytes]]:
 
 
 def train_text(text: str, vocab_size: int, specials=(), pattern: str = GPT2_PATTERN):
-    """Reference for train_bpe on a string: (vocab, merges) laid out as SPEC 1.1 says."""
+    """Reference for train_bpe on a string: (vocab, merges) laid out as spec 1.1 says."""
     specials = list(dict.fromkeys(specials))
     merges = train(word_counts(text, specials, pattern), vocab_size - 256 - len(specials))
     vocab = {i: bytes([i]) for i in range(256)}
@@ -89,7 +89,7 @@ def train_text(text: str, vocab_size: int, specials=(), pattern: str = GPT2_PATT
 
 
 def encode(text: str, vocab: dict[int, bytes], merges, specials=(), pattern=GPT2_PATTERN):
-    """SPEC 2: specials first, pre-tokenize, merge by rank (one at a time, leftmost first)."""
+    """spec 2: specials first, pre-tokenize, merge by rank (one at a time, leftmost first)."""
     rank = {}
     for r, pair in enumerate(merges):
         rank.setdefault(pair, r)

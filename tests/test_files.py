@@ -52,7 +52,7 @@ def test_each_format_loads_alone(saved, trained):
 
 
 def test_hf_tokenizers_loads_tokenizer_json_as_is(saved, trained):
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
     ours = Tokenizer(*trained, [EOT])
     text = TEXT + open(bpe_cffi.sample_path(), encoding="utf-8").read()[:20_000]
@@ -61,7 +61,7 @@ def test_hf_tokenizers_loads_tokenizer_json_as_is(saved, trained):
 
 
 def test_hf_custom_pattern_round_trips(trained, tmp_path):
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     vocab, merges = trained
     bpe_cffi.save(vocab, merges, tmp_path, [EOT], pattern=r"\S+|\s+")
     assert Tokenizer.load(tmp_path).pattern == r"\S+|\s+"
@@ -71,7 +71,7 @@ def test_hf_custom_pattern_round_trips(trained, tmp_path):
 
 
 def test_tiktoken_loads_rank_file(saved, trained):
-    tiktoken = pytest.importorskip("tiktoken")
+    import tiktoken
     from tiktoken.load import load_tiktoken_bpe
     ranks = load_tiktoken_bpe(str(saved / "tokenizer.tiktoken"))
     enc = tiktoken.Encoding("t", pat_str=bpe_cffi.GPT2_PATTERN, mergeable_ranks=ranks,

@@ -1,5 +1,5 @@
-"""Reliability (issue 5): hostile files and arguments, C entry points called badly, worker
-errors, Ctrl-C, start methods. Nothing may crash, hang or leave half-written output."""
+"""Reliability: hostile files and arguments, C entry points called badly, worker errors,
+Ctrl-C, start methods. Nothing may crash, hang or leave half-written output."""
 from __future__ import annotations
 
 import os
@@ -15,12 +15,15 @@ import numpy as np
 import pytest
 
 import bpe_cffi
-from bpe_cffi import counting
+from bpe_cffi import counting, encode_file, tally
+from bpe_cffi.counter import arrays_to_counts
+from bpe_cffi.patterns import char_classes, pretokenizer
 from bpe_cffi._lib import ffi, lib
 
 import reference
 
 EOT = "<|endoftext|>"
+REGEX_GPT2 = "(?:" + bpe_cffi.GPT2_PATTERN + ")"  # split by the regex module, not in C
 
 
 def write(tmp_path, data, name="c.txt"):
@@ -115,7 +118,7 @@ def test_directory_and_fifo_are_refused(tmp_path):
 
 def test_file_truncated_while_read(tmp_path, monkeypatch):
     path = write(tmp_path, "hello world " * 300_000)
-    plan = counting.plan_chunks
+    plan = counting.plan_file
 
     def plan_then_truncate(*args, **kwargs):
         ranges = plan(*args, **kwargs)
@@ -123,7 +126,7 @@ def test_file_truncated_while_read(tmp_path, monkeypatch):
             f.truncate(1000)
         return ranges
 
-    monkeypatch.setattr(counting, "plan_chunks", plan_then_truncate)
+    monkeypatch.setattr(counting, "plan_file", plan_then_truncate)
     with pytest.raises(OSError, match="changed while being read"):
         bpe_cffi.count_words(path, num_workers=1)
 
@@ -134,7 +137,7 @@ def test_worker_error_keeps_type_and_message(tmp_path):
     with pytest.raises(ValueError, match=f"byte offset {len(good) + 1}"):
         bpe_cffi.count_words(path, num_workers=2)
     with pytest.raises(ValueError, match=f"byte offset {len(good) + 1}"):
-        bpe_cffi.count_words(path, num_workers=2, fast=False)
+        bpe_cffi.count_words(path, num_workers=2, pattern=REGEX_GPT2)
 
 
 # ---- C entry points with hostile arguments -------------------------------------------------
@@ -167,7 +170,7 @@ def test_trainer_rejects_bad_layouts():
     lib.bpe_trainer_free(ffi.NULL)
 
 
-def test_encoder_rejects_bad_ids_and_offsets():
+def test_encoder_rejects_bad_ids_and_pieces():
     out = ffi.new("bpe_encoder **")
     byte_ids = ffi.from_buffer("int32_t[]", np.arange(256, dtype=np.int32))
     one = lambda v: ffi.from_buffer("int32_t[]", np.array([v], np.int32))  # noqa: E731
@@ -179,51 +182,87 @@ def test_encoder_rejects_bad_ids_and_offsets():
     enc = out[0]
     ids = ffi.new("int32_t[]", 16)
     n = ffi.new("int64_t *")
-    assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 3, 2, 4), 3, ids, 16, n) == lib.BPE_EINVAL
-    assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 99), 1, ids, 16, n) == lib.BPE_EINVAL
-    assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 4), 1, ids, 2, n) == lib.BPE_EINVAL
-    assert lib.bpe_encoder_encode(enc, b"abab", 4, i64(0, 4), 1, ids, 16, n) == lib.BPE_OK
-    assert list(ids[0:n[0]]) == [256, 256]
-    classes = ffi.from_buffer("uint8_t[]", bpe_cffi.units.char_classes())
-    full = bpe_cffi.units.N_CODE_POINTS
-    def gpt2(text, n_text, starts, ends, then_id, n_classes=full, room=16):
-        then = ffi.from_buffer("int32_t[]", np.array(then_id, np.int32))
-        return lib.bpe_encoder_encode_gpt2(enc, text, n_text, i64(*starts), i64(*ends), then,
-                                           len(then_id), classes, n_classes, ids, room, n)
-    assert gpt2(b"abab", 4, [0], [4], [-1], room=3) == lib.BPE_EINVAL  # no room
-    assert gpt2(b"abab", 4, [0], [4], [7], room=4) == lib.BPE_EINVAL  # none for the special
-    assert gpt2(b"abab", -1, [0], [4], [-1]) == lib.BPE_EINVAL
-    assert gpt2(b"abab", 4, [0], [5], [-1]) == lib.BPE_EINVAL  # past the end
-    assert gpt2(b"abab", 4, [3], [2], [-1]) == lib.BPE_EINVAL
-    assert gpt2(b"abab", 4, [0], [4], [-2]) == lib.BPE_EINVAL
-    assert gpt2(b"abab", 4, [0], [4], [-1], n_classes=10) == lib.BPE_EINVAL
-    assert gpt2(b"ab\xff", 3, [0], [3], [-1]) == lib.BPE_EUTF8
-    assert gpt2(b"ab\xffab", 5, [0, 3], [2, 5], [9, -1]) == lib.BPE_OK  # the bad byte is no piece's
-    assert list(ids[0:n[0]]) == [256, 9, 256]
-    assert gpt2(b"abab", 4, [0], [4], [-1]) == lib.BPE_OK
-    assert list(ids[0:n[0]]) == [256, 256]
-    assert lib.bpe_encoder_encode_gpt2(enc, ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL, 0, classes,
-                                       full, ffi.NULL, 0, n) == lib.BPE_OK and n[0] == 0
-    def text(data, n_data, room=16, special=b"", special_id=-1, n_classes=full):
-        return lib.bpe_encoder_encode_gpt2_text(enc, data, n_data, special, len(special),
-                                                special_id, classes, n_classes, ids, room, n)
-    assert text(b"abab", 4, room=3) == lib.BPE_EINVAL  # no room
-    assert text(b"abab", -1) == lib.BPE_EINVAL
-    assert text(b"abab", 4, n_classes=10) == lib.BPE_EINVAL
-    assert text(b"a\xff", 2) == lib.BPE_EUTF8
-    assert text(b"abab", 4) == lib.BPE_OK
-    assert list(ids[0:n[0]]) == [256, 256]
-    assert text(ffi.NULL, 0) == lib.BPE_OK and n[0] == 0
-    assert text(b"abab", 4, special=b"b", special_id=-1) == lib.BPE_EINVAL  # no id
-    assert text(b"abab", 4, special=b"\x80") == lib.BPE_EINVAL  # not UTF-8
-    assert lib.bpe_encoder_encode_gpt2_text(enc, b"ab", 2, ffi.NULL, 1, 7, classes, full, ids,
-                                            16, n) == lib.BPE_EINVAL
-    assert text(b"ab|ab||", 7, room=7, special=b"|", special_id=9) == lib.BPE_OK
-    assert list(ids[0:n[0]]) == [256, 9, 256, 9, 9]
-    assert text(b"|ab", 3, room=3, special=b"|ab", special_id=9) == lib.BPE_OK
-    assert list(ids[0:n[0]]) == [9]
-    assert text(b"ab|", 3, room=2, special=b"|", special_id=9) == lib.BPE_EINVAL  # room < n
+    for scanner in (pretokenizer("gpt2").scanner, pretokenizer(r"\S+").scanner):
+        def encode(text, n_text, starts, ends, then_id, room=16, scanner=scanner):
+            then = ffi.from_buffer("int32_t[]", np.array(then_id, np.int32))
+            return lib.bpe_encode(enc, scanner, text, n_text, i64(*starts), i64(*ends), then,
+                                  len(then_id), ids, room, n, ffi.NULL)
+        assert encode(b"abab", 4, [0], [4], [-1], room=3) == lib.BPE_EINVAL  # no room
+        assert encode(b"abab", 4, [0], [4], [7], room=4) == lib.BPE_EINVAL  # none for the special
+        assert encode(b"abab", -1, [0], [4], [-1]) == lib.BPE_EINVAL
+        assert encode(b"abab", 4, [0], [5], [-1]) == lib.BPE_EINVAL  # past the end
+        assert encode(b"abab", 4, [3], [2], [-1]) == lib.BPE_EINVAL
+        assert encode(b"abab", 4, [-1], [2], [-1]) == lib.BPE_EINVAL
+        assert encode(b"abab", 4, [0], [4], [-2]) == lib.BPE_EINVAL
+        assert encode(b"ab\xff", 3, [0], [3], [-1]) == lib.BPE_EUTF8
+        assert encode(b"ab\xffab", 5, [0, 3], [2, 5], [9, -1]) == lib.BPE_OK  # no piece's byte
+        assert list(ids[0:n[0]]) == [256, 9, 256]
+        assert encode(b"abab", 4, [0], [4], [-1]) == lib.BPE_OK
+        assert list(ids[0:n[0]]) == [256, 256]
+        assert lib.bpe_encode(enc, scanner, ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL, 0,
+                              ffi.NULL, 0, n, ffi.NULL) == lib.BPE_OK and n[0] == 0
+        # no pieces given: the whole text, which must then be one piece
+        assert lib.bpe_encode(enc, scanner, b"abab", 4, ffi.NULL, ffi.NULL, ffi.NULL, 1, ids, 4,
+                              n, ffi.NULL) == lib.BPE_OK and list(ids[0:n[0]]) == [256, 256]
+        assert lib.bpe_encode(enc, scanner, b"abab", 4, ffi.NULL, ffi.NULL, ffi.NULL, 2, ids, 4,
+                              n, ffi.NULL) == lib.BPE_EINVAL
+        assert lib.bpe_encode(enc, scanner, b"abab", 4, i64(0), ffi.NULL, ffi.NULL, 1, ids, 4,
+                              n, ffi.NULL) == lib.BPE_EINVAL
+        assert lib.bpe_encode(ffi.NULL, scanner, b"ab", 2, ffi.NULL, ffi.NULL, ffi.NULL, 1, ids,
+                              4, n, ffi.NULL) == lib.BPE_EINVAL
+        assert lib.bpe_encode(enc, ffi.NULL, b"ab", 2, ffi.NULL, ffi.NULL, ffi.NULL, 1, ids, 4,
+                              n, ffi.NULL) == lib.BPE_EINVAL
+    # The same checks where the encoder scans units (from 64 KB of pieces).
+    big = b"ab " * 30_000
+    room = len(big) + 1
+    many = ffi.new("int32_t[]", room)
+    ends = ffi.new("int64_t[]", 2)
+    for scanner in (pretokenizer("gpt2").scanner, pretokenizer(r"\S+").scanner):
+        def encode_big(starts, stops, then_id, cap=room, text=big):
+            then = ffi.from_buffer("int32_t[]", np.array(then_id, np.int32))
+            return lib.bpe_encode(enc, scanner, text, len(text), i64(*starts), i64(*stops),
+                                  then, len(then_id), many, cap, n, ends)
+        assert encode_big([0], [len(big)], [-1], cap=len(big) - 1) == lib.BPE_EINVAL
+        assert encode_big([0], [len(big) + 1], [-1]) == lib.BPE_EINVAL
+        assert encode_big([0, 10], [len(big), 9], [-1, -1]) == lib.BPE_EINVAL
+        bad = big[:40_000] + b"\xc3(" + big[40_000:]
+        assert encode_big([0], [len(bad)], [-1], text=bad, cap=len(bad)) == lib.BPE_EUTF8
+        assert encode_big([0, 30], [30, len(big)], [5, -1]) == lib.BPE_OK
+        assert ends[0] == 21 and ends[1] == n[0] == 60_001  # ab then 2 ids each 3 bytes, special
     lib.bpe_encoder_free(enc)
+
+
+def test_scanner_rejects_bad_arguments():
+    out = ffi.new("bpe_scanner **")
+    classes = ffi.from_buffer("uint8_t[]", char_classes())
+    full = len(char_classes())
+    assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 0, classes, full, out) == lib.BPE_OK
+    lib.bpe_scanner_free(out[0])
+    lib.bpe_scanner_free(ffi.NULL)
+    assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 0, classes, 10, out) == lib.BPE_EINVAL
+    assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 0, ffi.NULL, full, out) == lib.BPE_EINVAL
+    assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 0, 0, classes, full, out) == lib.BPE_EINVAL
+    assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 2, classes, full, out) == lib.BPE_EINVAL
+    assert lib.bpe_scanner_new(-1, 3, 0, classes, full, out) == lib.BPE_EINVAL
+    assert lib.bpe_scanner_new(99, 3, 0, classes, full, out) == lib.BPE_EINVAL
+    assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 0, classes, full, ffi.NULL) == lib.BPE_EINVAL
+    for wrong in (1 | 4, 3 | 8, 0 | 12, 9 << 4):  # a case for a number, no such case or fold
+        bad = np.array(char_classes())
+        bad[0x41] = wrong
+        assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 0, ffi.from_buffer("uint8_t[]", bad),
+                                   full, out) == lib.BPE_EINVAL
+    n = ffi.new("int64_t *")
+    ends = ffi.new("int64_t[]", 4)
+    scanner = pretokenizer("gpt2").scanner
+    assert lib.bpe_scanner_split(scanner, b"a b c", 5, ends, 4, n) == lib.BPE_EINVAL  # room
+    assert lib.bpe_scanner_split(scanner, b"ab", -1, ends, 4, n) == lib.BPE_EINVAL
+    assert lib.bpe_scanner_split(scanner, b"a b", 3, ends, 4, n) == lib.BPE_OK and n[0] == 2
+    found = ffi.new("int64_t[]", 4)
+    assert lib.bpe_find_all(b"abab", 4, 0, b"b", 1, found, 4, n) == lib.BPE_OK and n[0] == 2
+    assert lib.bpe_find_all(b"abab", 4, 0, b"b", 0, found, 4, n) == lib.BPE_EINVAL
+    assert lib.bpe_find_all(b"abab", 4, -1, b"b", 1, found, 4, n) == lib.BPE_EINVAL
+    assert lib.bpe_find_all(b"abab", 4, 0, b"b", 1, found, -1, n) == lib.BPE_EINVAL
+    assert lib.bpe_find_all(b"abab", 4, 0, b"b", 1, found, 4, ffi.NULL) == lib.BPE_EINVAL
 
 
 def test_decoder_rejects_bad_tables_and_ids():
@@ -259,28 +298,25 @@ def test_ids_far_beyond_the_vocabulary_size():
     assert tok.encode(text) == want
     assert tok.encode_to_numpy(text).tolist() == want
     assert bpe_cffi.Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")], [EOT],
-                              fast=False).encode(text) == want
+                              pattern=REGEX_GPT2).encode(text) == want
 
 
-def test_units_and_counters_reject_bad_pieces():
-    u = ffi.new("bpe_units **")
-    minus1 = ffi.from_buffer("int32_t[]", np.array([-1], np.int32))
-    assert lib.bpe_units_scan(b"abc", 3, i64(2), i64(1), minus1, 1, ffi.NULL, u) == lib.BPE_EINVAL
-    assert lib.bpe_units_scan(b"abc", 3, i64(0), i64(9), minus1, 1, ffi.NULL, u) == lib.BPE_EINVAL
-    assert lib.bpe_units_scan(b"a\xffc", 3, i64(0), i64(3), minus1, 1, ffi.NULL, u) == lib.BPE_EUTF8
-    assert lib.bpe_slot_cache_new(ffi.NULL) == lib.BPE_EINVAL
-    assert lib.bpe_slot_cache_held(ffi.NULL) == 0
-    lib.bpe_slot_cache_free(ffi.NULL)  # nothing to free
+def test_counters_reject_bad_pieces():
     c = ffi.new("bpe_counter **")
     assert lib.bpe_counter_new(c) == lib.BPE_OK
     counter = c[0]
+    scanner = pretokenizer("gpt2").scanner
     assert lib.bpe_counter_add(counter, b"ab", 2, i64(0, 3), i64(1), 1) == lib.BPE_EINVAL
     assert lib.bpe_counter_add(counter, b"ab", 2, i64(0, 2), i64(-1), 1) == lib.BPE_EINVAL
-    assert lib.bpe_counter_add_units(counter, b"ab", 2, i64(0), i64(5), 1) == lib.BPE_EINVAL
-    assert lib.bpe_counter_add_units(counter, b"\xc3(", 2, i64(0), i64(2), 1) == lib.BPE_EUTF8
-    short = np.zeros(10, np.uint8)
-    assert lib.bpe_counter_split_units(counter, ffi.from_buffer(short), 10, counter) == lib.BPE_EINVAL
+    assert lib.bpe_counter_add_units(counter, scanner, b"ab", 2, i64(0), i64(5), 1) == \
+        lib.BPE_EINVAL
+    assert lib.bpe_counter_add_units(counter, scanner, b"\xc3(", 2, i64(0), i64(2), 1) == \
+        lib.BPE_EUTF8
+    assert lib.bpe_counter_add_units(counter, ffi.NULL, b"ab", 2, i64(0), i64(2), 1) == \
+        lib.BPE_EINVAL
+    assert lib.bpe_counter_split_units(counter, ffi.NULL, counter) == lib.BPE_EINVAL
     lib.bpe_counter_free(counter)
+    assert lib.bpe_counter_new(ffi.NULL) == lib.BPE_EINVAL
 
 
 def test_every_error_code_has_a_clear_exception():
@@ -292,8 +328,8 @@ def test_every_error_code_has_a_clear_exception():
             check(code, "call")
         assert "unknown error code" not in str(info.value), name
     with pytest.raises(ValueError, match="not valid UTF-8"):
-        bpe_cffi.units.encode_units(bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)},
-                                                       [])._encoder, b"a\xffc", [0], [3], [-1])
+        bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)}, [])._encoder._call(
+            b"a\xffc", None)
 
 
 # ---- processes and signals -----------------------------------------------------------------
@@ -343,7 +379,7 @@ def big_corpus(tmp_path_factory):
 
 def test_ctrl_c_during_training(tmp_path, big_corpus):
     out, took, alive = _interrupt(
-        tmp_path, f"bpe_cffi.train_bpe({str(big_corpus)!r}, 5000, num_workers=2, fast=False)")
+        tmp_path, f"bpe_cffi.train_bpe({str(big_corpus)!r}, 5000, num_workers=2, pattern={REGEX_GPT2!r})")
     assert "KeyboardInterrupt" in out and "finished" not in out
     assert took < 10
     assert not alive, "worker processes outlived the interrupted parent"
@@ -357,7 +393,7 @@ def test_ctrl_c_during_encode_file_keeps_old_output(tmp_path, big_corpus):
     before = out_path.read_bytes()
     # The plain (regex) path takes several seconds here, so the interrupt lands mid-way.
     call = (f"t = bpe_cffi.Tokenizer.load({str(tmp_path / 'tok')!r}); "
-            f"t = bpe_cffi.Tokenizer(t.id_to_token, t.merges, t.special_tokens, fast=False); "
+            f"t = bpe_cffi.Tokenizer(t.id_to_token, t.merges, t.special_tokens, {REGEX_GPT2!r}); "
             f"t.encode_file({str(big_corpus)!r}, {str(out_path)!r}, num_workers=2)")
     out, took, alive = _interrupt(tmp_path, call)
     assert "KeyboardInterrupt" in out and "finished" not in out
@@ -371,23 +407,22 @@ def test_pool_results_are_small_enough_to_send_whole(tmp_path):
     a message in the result pipe, and terminate then hangs for good (pool.py). So what the
     workers send back must fit one atomic pipe write (POSIX guarantees 512 bytes); the
     arrays go through spill files, which must hold the full result."""
-    from bpe_cffi import tokenizer
     text = "the quick brown fox " * 50_000 + EOT + " jumps over the lazy dog " * 20_000
     path = write(tmp_path, text)
     size = os.path.getsize(path)
-    for fast in (True, False):
-        task = (str(path), 0, size, bpe_cffi.GPT2_PATTERN, (EOT,), fast)
-        result = counting.count_group(([task], str(tmp_path / "counts")))
+    for pattern in (bpe_cffi.GPT2_PATTERN, REGEX_GPT2):
+        task = (str(path), 0, size, pattern, (EOT,))
+        result = tally.count_group(([task], str(tmp_path / "counts")))
         assert len(pickle.dumps(result)) < 512
-        (blob, offsets, counts), *_ = counting._take_group(result)
-        assert bpe_cffi.units.arrays_to_counts((blob, offsets, counts)) == \
-            bpe_cffi.count_words(path, [EOT], num_workers=1, fast=fast)
+        blob, offsets, counts = counting.take_spilled_arrays(result[0], 3)
+        assert arrays_to_counts((blob.tobytes(), offsets, counts)) == \
+            bpe_cffi.count_words(path, [EOT], num_workers=1, pattern=pattern)
         assert not (tmp_path / "counts").exists()  # taken, then deleted
 
     vocab, merges = bpe_cffi.train_bpe(path, 280, [EOT])
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
-    tokenizer._init_worker(bpe_cffi.Tokenizer(vocab, merges, [EOT]))
-    result = tokenizer._encode_range((str(path), 0, size, str(tmp_path / "ids")))
+    encode_file._init_worker(bpe_cffi.Tokenizer(vocab, merges, [EOT]))
+    result = encode_file._encode_range((str(path), 0, size, str(tmp_path / "ids")))
     assert len(pickle.dumps(result)) < 512
     assert np.fromfile(result[0], "<u2").tolist() == tok.encode(text)
     assert result[1:] == (len(tok.encode(text)), size)

@@ -1,4 +1,4 @@
-"""Training: SPEC examples, differential tests against tests/reference.py, layout, errors."""
+"""Training: the spec's examples, differential tests against tests/reference.py, layout, errors."""
 from __future__ import annotations
 
 import warnings
@@ -22,7 +22,7 @@ def write(tmp_path, text: str, name="corpus.txt"):
     return path
 
 
-# ---- the SPEC's worked examples -------------------------------------------------------------
+# ---- the spec's worked examples -------------------------------------------------------------
 
 def test_spec_worked_example(tmp_path):
     vocab, merges = train_bpe(write(tmp_path, SPEC_TEXT), 263, [EOT], pattern=r"\S+")
@@ -39,7 +39,7 @@ def test_spec_initial_pair_counts():
 
 def test_spec_tie_break():
     # After (Z,Z) and (B,A) are merged, (A,B), (A,C), (B,ZZ) and (BA,A) all count 3;
-    # SPEC 1.5: the greatest (bytes, bytes) tuple wins, so (BA, A) first.
+    # the spec: the greatest (bytes, bytes) tuple wins, so (BA, A) first.
     counts = {b"ZZ": 100, b"BA": 50, b"AB": 3, b"AC": 3, b"BZZ": 3, b"BAA": 3}
     _, merges = train_from_counts(counts, 256 + 6)
     assert merges == [(b"Z", b"Z"), (b"B", b"A"), (b"BA", b"A"), (b"B", b"ZZ"),
@@ -48,7 +48,7 @@ def test_spec_tie_break():
 
 
 def test_overlapping_pair_merges_left_to_right():
-    # SPEC 1.6: "a a a" with (a, a) becomes "aa a".
+    # the spec: "a a a" with (a, a) becomes "aa a".
     _, merges = train_from_counts({b"aaa": 1}, 258)
     assert merges == [(b"a", b"a"), (b"aa", b"a")]
     with pytest.warns(UserWarning, match="ran out of pairs after 3 of 44 merges"):
@@ -124,15 +124,15 @@ def test_train_bpe_matches_reference(tmp_path, text, specials, pattern):
     assert list(got[0].values()) == list(want[0].values())[:len(got[0])]
 
 
-def test_real_text_matches_reference(realmix_head, tmp_path):
-    text = realmix_head[:60_000]
+def test_real_text_matches_reference(real_text, tmp_path):
+    text = real_text[:60_000]
     path = write(tmp_path, text)
     vocab, merges = train_bpe(path, 256 + 1 + 150, [EOT], num_workers=1)
     assert merges == reference.train_text(text, 256 + 1 + 150, [EOT])[1]
 
 
-def test_count_words_matches_reference(realmix_head, tmp_path):
-    text = realmix_head[:500_000]
+def test_count_words_matches_reference(real_text, tmp_path):
+    text = real_text
     path = write(tmp_path, text)
     assert bpe_cffi.count_words(path, [EOT]) == reference.word_counts(text, [EOT])
 
@@ -246,10 +246,11 @@ def test_train_from_counts_type_errors():
 
 
 def test_chunk_edge_far_from_the_nominal_cut(tmp_path):
-    from bpe_cffi.chunking import plan_chunks
+    from bpe_cffi.chunking import Edges, plan_file
+    from bpe_cffi.patterns import pretokenizer
     # No safe edge until 200 KB past the 1 MB target: the search window has to grow to it.
     text = "x" * 1_200_000 + " tail words" + " more" * 1000
     path = write(tmp_path, text)
-    ranges = plan_chunks(str(path), [], bpe_cffi.GPT2_PATTERN, 1 << 20)
+    ranges = plan_file(str(path), Edges([], pretokenizer("gpt2").edges), 1 << 20)
     assert ranges[0] == (0, 1_200_000)
     assert bpe_cffi.count_words(path, num_workers=2) == reference.word_counts(text)

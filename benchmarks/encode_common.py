@@ -1,35 +1,12 @@
-"""Where encoding time goes: the phases of Tokenizer.encode_to_numpy on one thread, each timed
-around its own call (best of --repeat).
-
-usage: python benchmarks/encode_phases.py CORPUS [--vocab-size 50000] [--repeat 3]
-"""
+"""Helpers shared by the encoding benchmarks: fresh copies of texts, the tiktoken anchor with our
+ranks, and the command line of the interleaved scripts."""
 from __future__ import annotations
 
 import argparse
-import time
 
 import bpe_cffi
-from bpe_cffi import units
 
 EOT = "<|endoftext|>"
-
-
-def phases(tok: bpe_cffi.Tokenizer, text: str) -> dict[str, float]:
-    t = [time.perf_counter()]
-    data = text.encode("utf-8")
-    t.append(time.perf_counter())
-    starts, ends, then_id = tok._pieces(data)
-    t.append(time.perf_counter())
-    with tok._slot_caches.lend() as cache:  # as encode does: tables reuse the last call's blocks
-        scanned = units.scan_units(data, starts, ends, then_id, cache)
-        t.append(time.perf_counter())
-        ids = units.encode_scanned(tok._encoder, scanned, len(data) + len(then_id))
-        t.append(time.perf_counter())
-    ids.astype(tok._dtype)
-    t.append(time.perf_counter())
-    names = ["UTF-8 encode", "find specials", "unit scan (C)",
-             "encode distinct units + write ids (C)", "cast to the output dtype"]
-    return {n: b - a for n, a, b in zip(names, t, t[1:])}
 
 
 def fresh(text: str) -> str:
@@ -59,16 +36,3 @@ def trained_on_corpus(repeat: int):
     args = ap.parse_args()
     vocab, merges = bpe_cffi.train_bpe(args.corpus, args.vocab_size, [EOT])
     return args, vocab, merges, open(args.corpus, encoding="utf-8").read()
-
-
-def main() -> None:
-    args, vocab, merges, text = trained_on_corpus(repeat=3)
-    tok = bpe_cffi.Tokenizer(vocab, merges, [EOT], num_threads=1)
-    runs = [phases(tok, text) for _ in range(args.repeat)]
-    for name in runs[0]:
-        print(f"{name:40s} {min(r[name] for r in runs):.3f} s")
-    print(f"{'sum':40s} {min(sum(r.values()) for r in runs):.3f} s")
-
-
-if __name__ == "__main__":
-    main()

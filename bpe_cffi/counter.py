@@ -1,0 +1,140 @@
+"""Word counts: a C counter of byte strings, and the flat arrays they travel in.
+
+Counts cross process and task boundaries as Arrays: the words' bytes back to back, int64
+offsets (one more than words) and int64 counts, which pickle and spill compactly.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ._lib import check, ffi, lib
+
+Arrays = tuple[bytes, np.ndarray, np.ndarray]  # (bytes back to back, int64 offsets, int64 counts)
+N_CODE_POINTS = 0x110000  # entries of the character-class table (csrc/units.h)
+
+
+def counts_to_arrays(counts: Mapping[bytes, int]) -> Arrays:
+    """{word: count} -> Arrays, checking the types and signs on the way."""
+    if not isinstance(counts, Mapping):
+        raise TypeError(f"counts must be a mapping of bytes to int, not {type(counts).__name__}")
+    words = list(counts)
+    for w in words:
+        if not isinstance(w, bytes):
+            raise TypeError(f"counts keys must be bytes, got {type(w).__name__}: {w!r}")
+    try:
+        values = np.fromiter(counts.values(), dtype=np.int64, count=len(words))
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TypeError(f"counts values must be ints that fit in 64 bits: {e}") from None
+    if len(values) and values.min() < 0:
+        raise ValueError("counts values must be >= 0")
+    offsets = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=offsets[1:])
+    return b"".join(words), offsets, values
+
+
+def arrays_to_counts(arrays: Arrays) -> dict[bytes, int]:
+    """Arrays -> {word: count}."""
+    blob, offsets, counts = arrays
+    if len(counts) == 0:
+        return {}
+    if b"\xff" in blob:  # not UTF-8 (say, counts loaded from a file): a slice per word
+        ends = offsets.tolist()
+        words = [blob[a:b] for a, b in zip(ends, ends[1:])]
+    else:  # 0xFF never occurs in UTF-8: put one between the words and let split cut them
+        words = np.insert(np.frombuffer(blob, np.uint8), offsets[1:-1], 0xFF).tobytes() \
+            .split(b"\xff")
+    return dict(zip(words, counts.tolist()))
+
+
+def utf8_offsets(pieces: Sequence[str]) -> tuple[bytes, np.ndarray]:
+    """The UTF-8 bytes of "".join(pieces) and the int64 byte offsets of the pieces (n + 1)."""
+    joined = "".join(pieces)
+    blob = joined.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
+    offsets = np.zeros(len(pieces) + 1, np.int64)
+    if not pieces:
+        return blob, offsets
+    char_ends = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))
+    if len(blob) == len(joined):  # ASCII: characters are bytes
+        offsets[1:] = char_ends
+    else:  # the UTF-8 width of each character, summed up to each piece's end
+        cps = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
+        widths = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
+        offsets[1:] = np.cumsum(widths, dtype=np.int64)[char_ends - 1]
+    return blob, offsets
+
+
+def _buf(ctype: str, data):
+    return ffi.from_buffer(ctype, data)
+
+
+class WordCounter:
+    """A C counter of byte strings (bpe_counter): entries keep first-insertion order."""
+
+    def __init__(self):
+        """An empty counter."""
+        out = ffi.new("bpe_counter **")
+        check(lib.bpe_counter_new(out), "bpe_counter_new")
+        self._handle = ffi.gc(out[0], lib.bpe_counter_free)
+
+    @property
+    def _c(self):
+        """The C counter; a ValueError once released (its memory is gone)."""
+        if self._handle is None:
+            raise ValueError("this WordCounter was released")
+        return self._handle
+
+    def add(self, blob: bytes, offsets: np.ndarray, counts: np.ndarray) -> None:
+        """Adds counts[i] to the word blob[offsets[i]:offsets[i + 1]]."""
+        check(lib.bpe_counter_add(self._c, _buf("uint8_t[]", blob), len(blob),
+                                  _buf("int64_t[]", offsets), _buf("int64_t[]", counts),
+                                  len(counts)), "bpe_counter_add")
+
+    def add_units(self, scanner, text: bytes, starts: Sequence[int], ends: Sequence[int]) -> bool:
+        """Counts the units (csrc/units.h) of the UTF-8 pieces text[starts[i]:ends[i]], cut as
+        the scanner's family allows; False if one is not valid UTF-8."""
+        rc = lib.bpe_counter_add_units(self._c, scanner, _buf("uint8_t[]", text), len(text),
+                                       _buf("int64_t[]", np.asarray(starts, np.int64)),
+                                       _buf("int64_t[]", np.asarray(ends, np.int64)),
+                                       len(starts))
+        if rc == lib.BPE_EUTF8:
+            return False
+        check(rc, "bpe_counter_add_units")
+        return True
+
+    def export(self) -> Arrays:
+        """The entries as Arrays, in insertion order."""
+        n, nb = ffi.new("int64_t *"), ffi.new("int64_t *")
+        lib.bpe_counter_size(self._c, n, nb)
+        blob = bytearray(nb[0])
+        offsets = np.empty(n[0] + 1, np.int64)
+        counts = np.empty(n[0], np.int64)
+        lib.bpe_counter_export(self._c, _buf("uint8_t[]", blob), _buf("int64_t[]", offsets),
+                               _buf("int64_t[]", counts))
+        return bytes(blob), offsets, counts
+
+    def to_dict(self) -> dict[bytes, int]:
+        """{word: count}, in insertion order."""
+        n, nb = ffi.new("int64_t *"), ffi.new("int64_t *")
+        lib.bpe_counter_size(self._c, n, nb)
+        if n[0] == 0:
+            return {}
+        joined = bytearray(nb[0] + n[0] - 1)
+        counts = np.empty(n[0], np.int64)
+        if not lib.bpe_counter_export_split(self._c, _buf("uint8_t[]", joined),
+                                            _buf("int64_t[]", counts)):
+            return arrays_to_counts(self.export())  # a word holds 0xFF: not UTF-8
+        return dict(zip(bytes(joined).split(b"\xff"), counts.tolist()))
+
+    def split_units(self, scanner) -> "WordCounter":
+        """{pre-token: count} in a new counter, from this one's {unit: count}."""
+        words = WordCounter()
+        check(lib.bpe_counter_split_units(self._c, scanner, words._c), "bpe_counter_split_units")
+        return words
+
+    def release(self) -> None:
+        """Frees the C counter now (not whenever the GC runs); the Counter is unusable after."""
+        if self._handle is not None:
+            ffi.release(self._handle)
+            self._handle = None

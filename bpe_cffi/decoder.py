@@ -1,0 +1,91 @@
+"""Decoding (docs/spec.md): ids -> the tokens' bytes, concatenated, as UTF-8 text.
+
+A few ids are joined in Python (as fast for them); from _IN_C ids on, every token's bytes sit
+in one C table by id (made on first use) and are copied in two passes: the length, which
+finds an unknown id before anything is written, then the bytes.
+"""
+from __future__ import annotations
+
+import array
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from ._lib import check, ffi, lib
+
+_IN_C = 64  # ids from which decode copies the bytes in C
+
+
+class Decoder:
+    """The tokens' bytes by id."""
+
+    def __init__(self, id_to_token: Mapping[int, bytes], n_ids: int):
+        self._tokens = id_to_token
+        self._n_ids = n_ids
+        self._table = None  # the C table, made on first use; False: ids too scattered
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The tokens' bytes joined and decoded as UTF-8 (bad bytes become U+FFFD)."""
+        if type(ids) is list and len(ids) < _IN_C:  # the common case, first
+            return self._join(ids)
+        as_int64 = None
+        if isinstance(ids, np.ndarray):
+            if ids.ndim == 1 and ids.dtype.kind in "iu":
+                as_int64 = ids.astype(np.int64, copy=False)
+            else:
+                ids = ids.tolist()
+        else:
+            if not isinstance(ids, list):
+                ids = list(ids)
+            if len(ids) >= _IN_C:
+                try:  # strict: only ints (or objects with __index__) go into an int64 array
+                    as_int64 = np.frombuffer(array.array("q", ids), np.int64)
+                except (TypeError, OverflowError):
+                    pass  # the join says which id is wrong
+        table = self._c_table() if as_int64 is not None and len(as_int64) >= _IN_C else None
+        if table is None:
+            return self._join(ids.tolist() if isinstance(ids, np.ndarray) else ids)
+        buf = ffi.from_buffer("int64_t[]", as_int64)
+        n_bytes, bad = ffi.new("int64_t *"), ffi.new("int64_t *")
+        rc = lib.bpe_decoder_length(table, buf, len(as_int64), n_bytes, bad)
+        if rc == lib.BPE_EINVAL and bad[0] >= 0:
+            wrong = ids[bad[0]]
+            wrong = wrong.item() if isinstance(wrong, np.generic) else wrong
+            raise ValueError(f"id {wrong!r} is not in the vocabulary")
+        check(rc, "bpe_decoder_length")
+        data = bytearray(n_bytes[0])
+        check(lib.bpe_decoder_decode(table, buf, len(as_int64), ffi.from_buffer(data),
+                                     len(data), n_bytes), "bpe_decoder_decode")
+        return data.decode("utf-8", errors="replace")
+
+    def _join(self, ids: list) -> str:
+        table = self._tokens
+        try:
+            data = b"".join(map(table.__getitem__, ids))
+        except (KeyError, TypeError):
+            bad = next(i for i in ids if not isinstance(i, int) or i not in table)
+            raise ValueError(f"id {bad!r} is not in the vocabulary") from None
+        return data.decode("utf-8", errors="replace")
+
+    def _c_table(self):
+        """The C table of every token's bytes by id (made on first use; two threads may both
+        make one, and either serves), or None when the ids are too scattered to index."""
+        if self._table is None:
+            n_ids, tokens = self._n_ids, self._tokens
+            if n_ids > 8 * len(tokens) + 65536:
+                self._table = False
+            else:
+                ids = np.fromiter(tokens, np.int64, len(tokens))
+                values = list(tokens.values())
+                lengths = np.fromiter(map(len, values), np.int64, len(values))
+                start, length = np.zeros(n_ids, np.int64), np.full(n_ids, -1, np.int64)
+                start[ids] = np.cumsum(lengths) - lengths
+                length[ids] = lengths
+                blob = b"".join(values)
+                out = ffi.new("bpe_decoder **")
+                check(lib.bpe_decoder_new(ffi.from_buffer("uint8_t[]", blob), len(blob),
+                                          ffi.from_buffer("int64_t[]", start),
+                                          ffi.from_buffer("int64_t[]", length), n_ids, out),
+                      "bpe_decoder_new")
+                self._table = ffi.gc(out[0], lib.bpe_decoder_free)
+        return self._table or None

@@ -1,0 +1,257 @@
+"""The C encoder behind Tokenizer: str -> int32 ids, through the one C entry point bpe_encode.
+
+Python does what needs Python: the UTF-8 bytes of a str, the special tokens (specials.py), the
+regex for a pattern without a C scanner, and cutting a long text at safe edges (chunking.py)
+into parts that threads encode at once, since bpe_encode runs without the GIL. bpe_encode
+itself picks how to encode (csrc/encode.c).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ._lib import check, ffi, lib
+from .chunking import Edges
+from .counter import utf8_offsets
+from .patterns import Pretokenizer
+from .specials import Pieces, SpecialTokens
+
+_LIST_DIRECT_CHARS = 1 << 10  # up to this many characters encode_list skips numpy
+_THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at least this long
+# Parts per thread, dealt to the threads as they free up: texts are uneven (realmix's second
+# half holds 1.7x the distinct units of its first), and two parts a thread even that out at
+# the price of a few more units encoded once per part.
+_PARTS_PER_THREAD = 2
+
+
+class Encoder:
+    """Merges (and the vocabulary's ids) in C, with the pre-tokenizer and special tokens of a
+    tokenizer."""
+
+    def __init__(self, token_to_id: Mapping[bytes, int], merges: Sequence[tuple[bytes, bytes]],
+                 n_ids: int, pretokenizer: Pretokenizer, specials: SpecialTokens,
+                 num_threads: int):
+        self.pretokenizer = pretokenizer
+        self.specials = specials
+        self.num_threads = num_threads
+        self._threads = None  # (pid, size, executor): made on first use
+        self._scanner = pretokenizer.scanner
+        self._edges = Edges(specials.encoded, pretokenizer.edges)
+        byte_ids = np.array([token_to_id.get(bytes([b]), -1) for b in range(256)], np.int32)
+        self._byte_ids = byte_ids
+        self._missing_bytes = bool((byte_ids < 0).any())  # only then can an id be -1
+        left, right, merged = _merge_ids(token_to_id, merges)
+        out = ffi.new("bpe_encoder **")
+        check(lib.bpe_encoder_new(_buf("int32_t[]", byte_ids), _buf("int32_t[]", left),
+                                  _buf("int32_t[]", right), _buf("int32_t[]", merged),
+                                  len(merges), n_ids, out), "bpe_encoder_new")
+        self._c = ffi.gc(out[0], lib.bpe_encoder_free)
+
+    # ---- one text ----
+
+    def encode(self, text: str, dtype=np.int32) -> np.ndarray:
+        """The ids of a text, as an array of dtype. A long text is cut at safe edges into
+        parts that threads encode at once."""
+        if self.pretokenizer.family is None:
+            ids = self._checked(self._encode_regex([text])[0], text)
+            return ids.astype(dtype, copy=False)
+        data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
+        n = min(_PARTS_PER_THREAD * self.num_threads, len(data) // _THREAD_MIN_BYTES)
+        if n <= 1:
+            ids = self._call(data, self.specials.pieces(data))[0]
+            return self._checked(ids, data).astype(dtype, copy=False)
+        view = memoryview(data)  # slices without copies
+        cuts = self._edges.plan_text(data, n)
+        parts = list(self._pool().map(self._encode_utf8, [view[a:b] for a, b in cuts]))
+        for part in parts:
+            self._checked(part, data)
+        return np.concatenate(parts, dtype=dtype, casting="unsafe")  # cast as they are joined
+
+    def encode_list(self, text: str) -> list[int]:
+        """The ids of a text, as a list. Up to _LIST_DIRECT_CHARS characters (most calls of
+        most programs), the list comes straight from a C buffer, with no array in between:
+        12.9 against ~8 us for 100 characters (docs/performance.md)."""
+        if len(text) > _LIST_DIRECT_CHARS or self.pretokenizer.family is None:
+            return self.encode(text).tolist()
+        data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
+        pieces = self.specials.pieces(data)
+        room = len(data) + (0 if pieces is None else len(pieces[2]))
+        ids = ffi.new("int32_t[]", room)
+        found = ffi.unpack(ids, self._run(data, pieces, ids, room))
+        if self._missing_bytes and -1 in found:
+            self._checked(np.array(found), data)
+        return found
+
+    def _encode_utf8(self, data: bytes | memoryview) -> np.ndarray:
+        """The ids of UTF-8 text, cut at its specials here and encoded in one C call."""
+        return self._call(data, self.specials.pieces(data))[0]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """The threads long texts are encoded on, kept from call to call: threads made anew
+        for every call cost a long encode ~12% more (docs/performance.md). Made again in a
+        child process after a fork (the parent's threads do not exist there) and when
+        num_threads changes; its threads end when the Encoder is collected."""
+        pid = os.getpid()
+        if self._threads is None or self._threads[:2] != (pid, self.num_threads):
+            self._threads = (pid, self.num_threads, ThreadPoolExecutor(self.num_threads))
+        return self._threads[2]
+
+    # ---- batches ----
+
+    def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The int32 ids of the texts back to back, and where each text's ids end (int64):
+        each text a separate run of pieces, so nothing joins across two texts, while units
+        shared by several are encoded once. A batch of over 2 MB is cut into runs of texts,
+        encoded at once on the threads."""
+        groups = self._batch_groups(texts)
+        encode = self._encode_regex if self.pretokenizer.family is None else self._encode_group
+        if len(groups) <= 1:
+            return encode(texts)
+        results = list(self._pool().map(encode, groups))
+        offsets = np.cumsum([0] + [len(ids) for ids, _ in results[:-1]])
+        return (np.concatenate([ids for ids, _ in results]),
+                np.concatenate([ends + offset for (_, ends), offset in zip(results, offsets)]))
+
+    def _batch_groups(self, texts: list[str]) -> list[list[str]]:
+        """The texts in runs of about equal length, two a thread (as encode cuts one long
+        text). Each run is made UTF-8 by its thread, so a batch is never held twice over
+        as bytes."""
+        total = sum(map(len, texts))
+        n = min(_PARTS_PER_THREAD * self.num_threads, total // _THREAD_MIN_BYTES, len(texts))
+        if self.num_threads <= 1 or n <= 1:
+            return [texts]
+        ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
+        cuts = np.searchsorted(ends, total * np.arange(1, n) / n).tolist()
+        bounds = [0] + sorted(set(c + 1 for c in cuts if c + 1 < len(texts))) + [len(texts)]
+        return [texts[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def _encode_group(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """encode_batch for a run of texts, in one C call: a text's pieces are those between
+        its specials, and its last piece ends it."""
+        encoded = [t.encode("utf-8") for t in texts]  # lone surrogates raise here
+        data = b"".join(encoded)
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        text_end = np.cumsum(lengths)
+        if not self.specials.in_bytes(data):  # one piece a text, no special
+            pieces = (text_end - lengths, text_end, np.full(len(encoded), -1, np.int32))
+            last_piece = np.arange(len(encoded))
+        else:  # a special seen across two texts lands here too, and is found in neither
+            starts, ends, then_id, last_piece = [], [], [], []
+            for b, offset in zip(encoded, (text_end - lengths).tolist()):
+                found = self.specials.pieces(b)
+                if found is None:
+                    starts.append([offset]), ends.append([offset + len(b)])
+                    then_id.append([-1])
+                else:
+                    starts.append(np.asarray(found[0], np.int64) + offset)
+                    ends.append(np.asarray(found[1], np.int64) + offset)
+                    then_id.append(np.asarray(found[2], np.int32))
+                last_piece.append(len(then_id[-1]))
+            pieces = (np.concatenate(starts), np.concatenate(ends), np.concatenate(then_id))
+            last_piece = np.cumsum(last_piece) - 1
+        del encoded
+        ids, piece_ends = self._call(data, pieces, want_ends=True)
+        return self._checked(ids, data), piece_ends[last_piece]
+
+    # ---- patterns without a C scanner ----
+
+    def _encode_regex(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """encode_batch with the regex: every pre-token it finds is a piece for C, and each
+        special and the end of each text an empty piece that carries it."""
+        tokens: list[str] = []
+        then_id: list[int] = []
+        last_piece = []
+        pattern, ids_of = self.pretokenizer.regex, self.specials.ids
+        for text in texts:
+            for piece, is_special in self.specials.split(text):
+                if is_special:
+                    tokens.append("")
+                    then_id.append(ids_of[piece])
+                else:
+                    found = pattern.findall(piece)
+                    tokens += found
+                    then_id += [-1] * len(found)
+            tokens.append("")
+            then_id.append(-1)
+            last_piece.append(len(tokens) - 1)
+        blob, offsets = utf8_offsets(tokens)
+        ids, piece_ends = self._call(blob, (offsets[:-1], offsets[1:],
+                                            np.array(then_id, np.int32)), want_ends=True)
+        return self._checked(ids, blob), piece_ends[np.array(last_piece, np.int64)]
+
+    # ---- the C call ----
+
+    def _call(self, data: bytes | memoryview, pieces: Pieces | None, want_ends: bool = False):
+        """bpe_encode on data's pieces (None: the whole, no special): (int32 ids, and
+        int64 piece ends if asked for)."""
+        ids = np.empty(len(data) + (0 if pieces is None else len(pieces[2])), np.int32)
+        ends = np.empty(len(pieces[2]), np.int64) if want_ends else None
+        n = self._run(data, pieces, _buf("int32_t[]", ids), len(ids),
+                      ffi.NULL if ends is None else _buf("int64_t[]", ends))
+        return ids[:n], ends
+
+    def _run(self, data: bytes | memoryview, pieces: Pieces | None, ids, room: int,
+             piece_ends=ffi.NULL) -> int:
+        """bpe_encode into the C buffer ids (room: one per byte, and one per special);
+        returns the number of ids. Pieces come as lists or arrays (specials.pieces)."""
+        n_out = ffi.new("int64_t *")
+        text = data if isinstance(data, bytes) else _buf("uint8_t[]", data)
+        if pieces is None:
+            rc = lib.bpe_encode(self._c, self._scanner, text, len(data), ffi.NULL, ffi.NULL,
+                                ffi.NULL, 1, ids, room, n_out, piece_ends)
+        else:
+            starts, ends, then_id = pieces
+            rc = lib.bpe_encode(self._c, self._scanner, text, len(data),
+                                _c_array("int64_t[]", starts, np.int64),
+                                _c_array("int64_t[]", ends, np.int64),
+                                _c_array("int32_t[]", then_id, np.int32), len(then_id), ids,
+                                room, n_out, piece_ends)
+        if rc:
+            check(rc, "bpe_encode")
+        return n_out[0]
+
+    def _checked(self, ids: np.ndarray, text) -> np.ndarray:
+        """ids, or the ValueError for a byte the vocabulary has no token for (its id is -1)."""
+        if self._missing_bytes and len(ids) and ids.min() < 0:
+            data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+            missing = sorted({b for b in data if self._byte_ids[b] < 0})
+            raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
+                             "which have no token in the vocabulary")
+        return ids
+
+
+def _buf(ctype: str, data):
+    return ffi.from_buffer(ctype, data)
+
+
+def _c_array(ctype: str, values, dtype):
+    """A list as a new C array, an array as a view of its memory in that dtype."""
+    if isinstance(values, list):
+        return ffi.new(ctype, values)
+    return ffi.from_buffer(ctype, np.ascontiguousarray(values, dtype))
+
+
+def _merge_ids(token_to_id: Mapping[bytes, int], merges: Sequence[tuple[bytes, bytes]]):
+    """The int32 ids (left, right, merged) of each merge, by rank."""
+    n = len(merges)
+    left, right, merged = (np.empty(n, np.int32) for _ in range(3))
+
+    def id_of(token: bytes, what: str, r: int) -> int:
+        try:
+            return token_to_id[token]
+        except KeyError:
+            raise ValueError(f"merge {r} {what} {token!r}, which is not in the vocabulary") \
+                from None
+
+    for r, pair in enumerate(merges):
+        a, b = pair
+        if not isinstance(a, bytes) or not isinstance(b, bytes):
+            raise TypeError(f"merge {r} must be a pair of bytes, got {pair!r}")
+        left[r] = id_of(a, "names the token", r)
+        right[r] = id_of(b, "names the token", r)
+        merged[r] = id_of(a + b, "makes the token", r)
+    return left, right, merged
+

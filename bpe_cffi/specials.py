@@ -1,0 +1,151 @@
+"""Special tokens (docs/spec.md): their ids, and finding them in text, longest first.
+
+Every encode method cuts its text at the special tokens before pre-tokenizing: the pieces
+between them are encoded, and each special becomes its own id. SpecialTokens finds them in
+str (for the regex path) and in UTF-8 bytes (for the C path); leftmost-longest matching over
+UTF-8 gives the same pieces as over str.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import regex
+
+from ._lib import check, ffi, lib
+
+# Where special tokens cut a text: piece starts, ends, and the special id after each (-1 none).
+Pieces = tuple[Sequence[int], Sequence[int], Sequence[int]]
+_FEW_BYTES = 1 << 16  # up to this many bytes, pieces are found with bytes.find, into lists
+
+
+def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
+    """Validates special tokens and removes duplicates, keeping the first occurrence's place."""
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, (str, bytes)):
+        raise TypeError("special_tokens must be a list of str, not a single "
+                        f"{type(special_tokens).__name__}")
+    out: list[str] = []
+    for s in special_tokens:
+        if not isinstance(s, str):
+            raise TypeError(f"special tokens must be str, got {type(s).__name__}: {s!r}")
+        if not s:
+            raise ValueError("a special token cannot be the empty string")
+        if s not in out:
+            out.append(s)
+    return out
+
+
+class SpecialTokens:
+    """The special tokens of a tokenizer (or of a training run: ids then don't matter), in the
+    order given, with their ids."""
+
+    def __init__(self, tokens: Iterable[str] | None, ids: Mapping[str, int] | None = None):
+        self.tokens = unique_specials(tokens)
+        self.ids = dict(ids) if ids is not None else {s: -1 for s in self.tokens}
+        encoded = [s.encode("utf-8") for s in self.tokens]
+        self.encoded = encoded
+        self._id_of_bytes = {b: self.ids[s] for s, b in zip(self.tokens, encoded)}
+        longest_first = sorted(encoded, key=len, reverse=True)
+        # One special, the usual case, is found faster in C (memchr) than by a regex.
+        self._single = encoded[0] if len(encoded) == 1 else None
+        self._bytes_regex = regex.compile(b"|".join(map(regex.escape, longest_first))) \
+            if len(encoded) > 1 else None
+        self._str_regex = regex.compile("|".join(
+            regex.escape(b.decode("utf-8")) for b in longest_first)) if encoded else None
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def in_bytes(self, data: bytes) -> bool:
+        """Whether a special token occurs in data."""
+        if self._single is not None:
+            return self._single in data
+        for s in self.encoded:  # a loop, not any(...): it runs once per short call
+            if s in data:
+                return True
+        return False
+
+    def pieces(self, data: bytes | memoryview) -> Pieces | None:
+        """The pieces of UTF-8 data between special tokens: (starts, ends, then_id), piece i
+        followed by the special of id then_id[i] (-1 after the last piece); None when data
+        holds no special (one piece, the whole). Lists for short data, where a few
+        bytes.find cost less than arrays; int64, int64, int32 arrays for long data."""
+        if not self.tokens or (isinstance(data, bytes) and not self.in_bytes(data)):
+            return None
+        if len(data) <= _FEW_BYTES and isinstance(data, bytes):
+            return self._few_pieces(data)
+        if self._single is not None:
+            at = find_all(data, self._single)
+            if not len(at):
+                return None
+            starts = np.concatenate(([0], at + len(self._single)))
+            ends = np.concatenate((at, [len(data)]))
+            then_id = np.full(len(at) + 1, self._id_of_bytes[self._single], np.int32)
+        else:
+            found = [(m.start(), m.end(), self._id_of_bytes[m.group()])
+                     for m in self._bytes_regex.finditer(data)]
+            if not found:
+                return None
+            spans = np.array(found, np.int64).reshape(-1, 3)
+            starts = np.concatenate(([0], spans[:, 1]))
+            ends = np.concatenate((spans[:, 0], [len(data)]))
+            then_id = np.concatenate((spans[:, 2], [-1])).astype(np.int32)
+        then_id[-1] = -1
+        return starts, ends, then_id
+
+    def _few_pieces(self, data: bytes) -> Pieces:
+        """pieces of short data, as lists."""
+        starts, ends, then_id = [0], [], []
+        if self._single is not None:
+            single, special_id = self._single, self._id_of_bytes[self._single]
+            at = data.find(single)
+            while at >= 0:
+                ends.append(at)
+                then_id.append(special_id)
+                starts.append(at + len(single))
+                at = data.find(single, at + len(single))
+        else:
+            for m in self._bytes_regex.finditer(data):
+                ends.append(m.start())
+                then_id.append(self._id_of_bytes[m.group()])
+                starts.append(m.end())
+        ends.append(len(data))
+        then_id.append(-1)
+        return starts, ends, then_id
+
+    def split(self, text: str) -> Iterator[tuple[str, bool]]:
+        """Yields (piece, is_special) of a str in order; empty pieces are left out."""
+        if self._str_regex is None:
+            if text:
+                yield text, False
+            return
+        pos = 0
+        for m in self._str_regex.finditer(text):
+            if m.start() > pos:
+                yield text[pos:m.start()], False
+            yield m.group(), True
+            pos = m.end()
+        if pos < len(text):
+            yield text[pos:], False
+
+
+def find_all(data: bytes | memoryview, needle: bytes) -> np.ndarray:
+    """int64 starts of the leftmost non-overlapping occurrences of needle in data (in C)."""
+    cap = min(len(data) // len(needle) + 1, 1 << 16)
+    out = np.empty(cap, np.int64)
+    parts, pos = [], 0
+    found = ffi.new("int64_t *")
+    buf = ffi.from_buffer("uint8_t[]", data)
+    while True:
+        check(lib.bpe_find_all(buf, len(data), pos, needle, len(needle),
+                               ffi.from_buffer("int64_t[]", out), cap, found), "bpe_find_all")
+        k = found[0]
+        parts.append(out[:k].copy())
+        if k < cap:
+            return np.concatenate(parts) if len(parts) > 1 else parts[0]
+        pos = int(out[k - 1]) + len(needle)

@@ -1,0 +1,108 @@
+"""What a counting worker runs: the word counts of byte ranges of corpus files.
+
+A Tally accumulates one worker's ranges: the units of each range (csrc/units.h) in one C
+counter, split into pre-tokens once at the end, so the distinct units of all the ranges are
+split once, not once per range. With a pattern split by the regex module, each pre-token the
+regex finds is its own unit. The local pool (counting.py) gives each worker a group of ranges;
+a Dask task (dask_executor.py) tallies one range.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .counter import Arrays, WordCounter, utf8_offsets
+from .patterns import pretokenizer
+from .pool import spill_arrays
+from .sources import decode_range, read_range_bytes
+from .specials import SpecialTokens
+
+# A range task: (path, start, end, pattern, special tokens)
+Task = tuple[str, int, int, str, tuple[str, ...]]
+
+
+class Tally:
+    """The unit counts of byte ranges, and where the time went."""
+
+    def __init__(self, pattern: str, specials: tuple[str, ...]):
+        self.pretokenizer = pretokenizer(pattern)
+        self.specials = SpecialTokens(specials)
+        self.units = WordCounter()
+        self.n_bytes, self.read_s, self.tok_s = 0, 0.0, 0.0
+
+    def add_range(self, path: str, start: int, end: int) -> None:
+        """Counts the units of bytes [start, end) of path."""
+        t0 = time.perf_counter()
+        data = read_range_bytes(path, start, end)
+        t1 = time.perf_counter()
+        if self.pretokenizer.family is not None:
+            pieces = self.specials.pieces(data)
+            starts, ends = ([0], [len(data)]) if pieces is None else pieces[:2]
+            if not self.units.add_units(self.pretokenizer.scanner, data, starts, ends):
+                decode_range(data, path, start)  # raises, naming the offset
+        else:
+            text, regex = decode_range(data, path, start), self.pretokenizer.regex
+            tokens = [t for piece, is_special in self.specials.split(text) if not is_special
+                      for t in regex.findall(piece)]
+            blob, offsets = utf8_offsets(tokens)
+            self.units.add_units(self.pretokenizer.scanner, blob, offsets[:-1], offsets[1:])
+        self.read_s += t1 - t0
+        self.tok_s += time.perf_counter() - t1
+        self.n_bytes += end - start
+
+    def finish_counter(self) -> tuple[WordCounter, int, float, float]:
+        """(the pre-token counts in a C counter, bytes done, seconds reading, seconds
+        pre-tokenizing). The Tally is spent."""
+        t = time.perf_counter()
+        words = self.units.split_units(self.pretokenizer.scanner)
+        self.units.release()  # the unit table is the larger: free it before returning
+        self.tok_s += time.perf_counter() - t
+        return words, self.n_bytes, self.read_s, self.tok_s
+
+    def finish(self) -> tuple[Arrays, int, float, float]:
+        """finish_counter, with the counts as Arrays."""
+        words, n_bytes, read_s, tok_s = self.finish_counter()
+        t = time.perf_counter()
+        arrays = words.export()
+        words.release()
+        return arrays, n_bytes, read_s, tok_s + time.perf_counter() - t
+
+
+def count_range(task: Task) -> tuple[Arrays, int, float, float]:
+    """The word counts of one range (what each Dask task runs)."""
+    path, start, end, pattern, specials = task
+    tally = Tally(pattern, specials)
+    tally.add_range(path, start, end)
+    return tally.finish()
+
+
+_progress = None  # in pool workers: a shared count of bytes done, for the parent's bar
+
+
+def set_progress(counter) -> None:
+    """Pool initializer: where workers add the bytes they have done."""
+    global _progress
+    _progress = counter
+
+
+def tally_group(tasks: list[Task], report=None) -> Tally:
+    """One worker's share of the ranges, tallied together; report(n_bytes) after each range
+    (in pool workers, with no report, progress goes to the shared count instead)."""
+    tally = Tally(*tasks[0][3:])
+    for path, start, end, *_ in tasks:
+        tally.add_range(path, start, end)
+        if report is not None:
+            report(end - start)
+        elif _progress is not None:
+            with _progress.get_lock():
+                _progress.value += end - start
+    return tally
+
+
+def count_group(job) -> tuple[str, int, float, float]:
+    """What each pool worker runs: its group's word counts, spilled to a file (pool.py says
+    why); returns the file's path with the group's statistics."""
+    tasks, spill_path = job
+    (blob, offsets, counts), *stats = tally_group(tasks).finish()
+    return (spill_arrays(spill_path, [np.frombuffer(blob, np.uint8), offsets, counts]), *stats)

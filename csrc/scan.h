@@ -1,0 +1,71 @@
+/* scan.h - pre-tokenization in C: a scanner per pattern family, exact with the regex module.
+ *
+ * A scanner splits valid UTF-8 text into pre-tokens exactly as regex.finditer(pattern, text)
+ * does for its family's pattern strings (patterns.py recognises them). Each family's cut
+ * rules are explained above its code (scan_gpt2.c). The
+ * character classes come from a table of one byte per code point that the Python side
+ * computes with the regex module itself, so C and regex agree on the Unicode version.
+ *
+ * A scanner is immutable once built: one may serve several threads at once. */
+#ifndef SCAN_H
+#define SCAN_H
+
+#include <stdint.h>
+
+#include "bpe.h"
+#include "utf8.h"
+
+/* A code point's class byte. Its low two bits are the class that GPT-2's and cl100k's
+ * patterns see (one AND per character); the next two tell o200k's case classes apart; the
+ * top four are the letter it matches case-insensitively among the contractions' letters
+ * s d m t l v e r (1-8; 0: none). The classes partition the code points (a test checks each
+ * against regex on all of them). */
+enum {
+    BASE_LETTER = 0, /* \p{L} */
+    BASE_NUMBER = 1, /* \p{N} */
+    BASE_SPACE = 2,  /* \s */
+    BASE_OTHER = 3   /* none of them: punctuation, symbols, controls, marks */
+};
+enum {
+    CASE_UPPER = 0 << 2, /* a letter of \p{Lu} or \p{Lt} */
+    CASE_LOWER = 1 << 2, /* a letter of \p{Ll} */
+    CASE_BOTH = 2 << 2,  /* a letter of \p{Lm} or \p{Lo}: in both of o200k's case classes */
+    CASE_MARK = 1 << 2   /* an "other" of \p{M}: in both of o200k's case classes too */
+};
+#define CLASS_BASE(c) ((c) & 3)
+#define CLASS_CASE(c) ((c) & 12)
+#define CLASS_FOLD(c) ((c) >> 4)
+enum { FOLD_S = 1, FOLD_D, FOLD_M, FOLD_T, FOLD_L, FOLD_V, FOLD_E, FOLD_R };
+#define N_CODE_POINTS 0x110000
+
+struct bpe_scanner {
+    int family;         /* BPE_SCAN_* */
+    int max_digits;     /* cl100k family: digits per pre-token (\p{N}{1,max_digits}) */
+    int space_run_ends; /* cl100k family: the tiktoken form's \s++$ alternative */
+    uint8_t *classes;   /* N_CODE_POINTS class bytes, owned */
+};
+
+/* The length of the character at t[i] (i < n) and its class byte. Bytes that are not valid
+ * UTF-8 are read one at a time as BASE_OTHER (never out of bounds), though callers pass valid
+ * text. */
+static inline int scan_char(const uint8_t *classes, const uint8_t *t, int64_t n, int64_t i,
+                            uint8_t *cls) {
+    uint32_t cp;
+    int len = utf8_decode(t, n, i, &cp);
+    if (len == 0) {
+        *cls = BASE_OTHER;
+        return 1;
+    }
+    *cls = classes[cp];
+    return len;
+}
+
+/* Splits valid UTF-8 text[0 .. n) into the family's pre-tokens: writes the end of each to
+ * ends (room for n: a pre-token holds at least one byte) and returns their number. With
+ * BPE_SCAN_PIECES the text is one pre-token. */
+int64_t scan_split(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t *ends);
+
+/* The family scanners scan_split dispatches to (same contract). */
+int64_t scan_gpt2(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t *ends);
+
+#endif

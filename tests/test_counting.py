@@ -1,0 +1,120 @@
+"""count_words: the C path equals the regex path and the reference, whatever the workers,
+chunks and special tokens; the C counter's own behaviour."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpe_cffi
+from bpe_cffi import counting
+from bpe_cffi.counter import WordCounter, arrays_to_counts, counts_to_arrays
+
+import reference
+from test_scanners import ODD, any_text, odd_text
+
+EOT = "<|endoftext|>"
+REGEX_GPT2 = "(?:" + bpe_cffi.GPT2_PATTERN + ")"  # split by the regex module, not in C
+
+
+@given(text=st.one_of(odd_text, any_text, st.lists(st.sampled_from(ODD + [EOT]), max_size=30)
+                      .map("".join)))
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_c_path_equals_regex_path_and_reference(tmp_path, text):
+    path = tmp_path / "t.txt"
+    path.write_bytes(text.encode("utf-8"))
+    in_c = bpe_cffi.count_words(path, [EOT], num_workers=1)
+    by_regex = bpe_cffi.count_words(path, [EOT], pattern=REGEX_GPT2, num_workers=1)
+    assert in_c == by_regex == reference.word_counts(text, [EOT])
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_real_text_for_any_number_of_workers(real_text, tmp_path, workers):
+    path = tmp_path / "real.txt"
+    path.write_text(real_text * 8, encoding="utf-8")  # 3.5 MB: several chunks
+    got = bpe_cffi.count_words(path, [EOT], num_workers=workers)
+    assert got == bpe_cffi.count_words(path, [EOT], pattern=REGEX_GPT2, num_workers=1)
+
+
+def test_default_workers(real_text, tmp_path, monkeypatch):
+    # num_workers=None starts one process per SCANNER_BYTES_PER_WORKER of input (up to one per
+    # core): a small input is counted without a pool; asked for, a pool is started.
+    path = tmp_path / "real.txt"
+    path.write_text(real_text * 5, encoding="utf-8")  # 2.2 MB: a few chunks
+    want = bpe_cffi.count_words(path, [EOT], pattern=REGEX_GPT2, num_workers=1)
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a process pool was started")
+
+    monkeypatch.setattr(counting, "process_pool", no_pool)
+    assert bpe_cffi.count_words(path, [EOT]) == want
+    with pytest.raises(AssertionError, match="pool was started"):
+        bpe_cffi.count_words(path, [EOT], num_workers=2)
+
+
+def test_chunk_edges_with_trailing_whitespace(tmp_path):
+    # Whitespace at chunk edges and at the end of the file, odd spaces everywhere.
+    text = "".join(f"w{i}\u3000 \u0085x{i}  \n\t" + ("\u2028" if i % 3 else EOT)
+                   for i in range(200_000)) + "  \n "
+    path = tmp_path / "edges.txt"
+    path.write_text(text, encoding="utf-8")
+    got = bpe_cffi.count_words(path, [EOT], num_workers=2)
+    assert got == bpe_cffi.count_words(path, [EOT], pattern=REGEX_GPT2, num_workers=1)
+
+
+def test_custom_pattern_is_split_by_regex(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("a b a")
+    assert bpe_cffi.count_words(path, pattern=r"\S+") == {b"a": 2, b"b": 1}
+
+
+@pytest.mark.parametrize("words", [
+    [], [b"a"], [b"", b"x", b"", b""], [b" the", b"\xe5\xad\x97", b"\n\n", b"'s"],
+    [b"\xff", b"a\xffb", b"", b"c"],  # not UTF-8: the slicing path
+])
+def test_arrays_to_counts_round_trips(words):
+    counts = {w: i + 1 for i, w in enumerate(words)}
+    assert arrays_to_counts(counts_to_arrays(counts)) == counts
+
+
+def test_counter_tells_apart_words_alike_in_their_first_bytes():
+    # The table's slots hold a word's first sixteen bytes, zero-padded: words that differ only
+    # past them, only in length or only in trailing zero bytes must stay apart.
+    words = [b"", b"\x00", b"\x00\x00", b"a", b"a\x00"]
+    for n in (7, 8, 9, 15, 16, 17, 23, 24, 25, 40):
+        base = bytes(range(65, 65 + n))
+        words += [base, base + b"\x00", base[:-1] + b"!", b"!" + base[1:]]
+    # Hundreds alike in all sixteen bytes and the length, so some share a probe chain.
+    words += [b"sixteen bytes..." + bytes([b]) + end for b in range(256) for end in (b"", b"z")]
+    words = list(dict.fromkeys(words))
+    counts = {w: i + 1 for i, w in enumerate(words)}
+    counter = WordCounter()
+    for _ in range(3):  # again and again, so every word is also found, not only inserted
+        counter.add(*counts_to_arrays(counts))
+    assert arrays_to_counts(counter.export()) == {w: 3 * c for w, c in counts.items()}
+
+
+@pytest.mark.parametrize("words", [[], [b"a"], [b"a", b"\xff\xfe", b"b"], [b"\xff"],
+                                   [b" x", b"yz"]])
+def test_counter_to_dict(words):
+    # count_words' dict comes from one split on 0xFF separators; a word holding 0xFF (never
+    # from UTF-8 text) takes the slicing path instead.
+    counts = {w: i + 2 for i, w in enumerate(words)}
+    counter = WordCounter()
+    counter.add(*counts_to_arrays(counts))
+    got = counter.to_dict()
+    assert got == counts and list(got) == words
+
+
+def test_counter_refuses_use_after_release():
+    # The counter is C memory that release frees; using it again must be a Python error,
+    # never a read of freed memory.
+    counter = WordCounter()
+    counter.add(*counts_to_arrays({b"a": 1}))
+    counter.release()
+    counter.release()  # twice: nothing more happens
+    for use in (lambda: counter.to_dict(), lambda: counter.export(),
+                lambda: counter.add(*counts_to_arrays({b"a": 1}))):
+        with pytest.raises(ValueError, match="released"):
+            use()
+    assert np.array_equal(counts_to_arrays({})[1], [0])

@@ -1,0 +1,198 @@
+"""The C scanners (csrc/scan*.c) and units (csrc/units.c): exact against the regex module on
+every code point, on strings built to break them, and on real text."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import given, settings, strategies as st
+
+import bpe_cffi
+from bpe_cffi._lib import ffi, lib
+from bpe_cffi.counter import WordCounter, arrays_to_counts
+from bpe_cffi.patterns import _KNOWN, char_classes, pretokenizer
+from bpe_cffi.specials import find_all
+
+EOT = "<|endoftext|>"
+# Every pattern string with a C scanner, each checked against the regex module itself.
+KNOWN = sorted(_KNOWN)
+
+ODD = ["\u0085", "\u2028", "\u2029", "\u3000", "\u00a0", "\u1680", "\u2000", "\u200a",
+       "\u202f", "\u205f", "\u001c", "\u001d", "\u001e", "\u001f", "\x0b", "\x0c", "\r\n",
+       "\r", "\t", "\n", "\n\n", " ", "  ", "'s", "'ll", "'ve", "'re", "'d", "'m", "'t", "'S",
+       "'LL", "'Ve", "'ſ", "''", "'", "a", "Z", "é", "ß", "字", "ǅ", "ʰ", "\u0301",
+       "x\u0301", "\u0301x", "A\u0301b", "١", "½", "²", "Ⅻ", "7", "12", "1234", "🙂", "\u200d",
+       "\x00", "\x7f", "!", "-", ".", "/", "“", "…", "$", "«",
+       # runs longer than the eight bytes the ASCII scan and the hash read at a time
+       "abcdefghijkl", "ABCdef", "0123456789", "~!@#$%^&*()_+", "Mixed9Case_and-dash", "\x1b"]
+odd_text = st.lists(st.sampled_from(ODD), max_size=40).map("".join)
+any_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+def c_split(pattern: str, text: str) -> list[str]:
+    """The C scanner's pre-tokens of text."""
+    data = text.encode("utf-8")
+    ends = np.empty(max(len(data), 1), np.int64)
+    n = ffi.new("int64_t *")
+    rc = lib.bpe_scanner_split(pretokenizer(pattern).scanner, data, len(data),
+                               ffi.from_buffer("int64_t[]", ends), len(ends), n)
+    assert rc == lib.BPE_OK
+    cuts = [0] + ends[:n[0]].tolist()
+    return [data[a:b].decode("utf-8") for a, b in zip(cuts, cuts[1:])]
+
+
+def test_whitespace_equals_regex_on_every_code_point():
+    space = regex.compile(r"\s")
+    wrong = [cp for cp in range(0x110000)
+             if bool(lib.bpe_is_whitespace(cp)) != bool(space.match(chr(cp)))]
+    assert wrong == []
+    assert not lib.bpe_is_whitespace(0x1C)  # str.isspace says yes; regex's \s says no
+
+
+def test_class_table_equals_regex_on_every_code_point():
+    # Each class the scanners read (csrc/scan.h), against regex on all 1 114 112 code points.
+    every = "".join(map(chr, range(0x110000)))
+    classes = char_classes()
+    base, case, fold = classes & 3, classes & 12, classes >> 4
+
+    def members(pattern):
+        got = np.zeros(0x110000, bool)
+        for m in regex.finditer(pattern, every):
+            got[m.start()] = True
+        return got
+
+    letter, other = base == 0, base == 3
+    assert np.array_equal(letter, members(r"\p{L}"))
+    assert np.array_equal(base == 1, members(r"\p{N}"))
+    assert np.array_equal(base == 2, members(r"\s"))
+    assert np.array_equal(letter & (case == 0), members(r"[\p{Lu}\p{Lt}]"))
+    assert np.array_equal(letter & (case == 4), members(r"\p{Ll}"))
+    assert np.array_equal(letter & (case == 8), members(r"[\p{Lm}\p{Lo}]"))
+    assert np.array_equal(other & (case == 4), members(r"\p{M}"))
+    assert not (case[~(letter | other)].any() or (other & (case > 4)).any())
+    upper = (letter & ((case == 0) | (case == 8))) | (other & (case == 4))
+    lower = (letter & ((case == 4) | (case == 8))) | (other & (case == 4))
+    assert np.array_equal(upper, members(r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"))
+    assert np.array_equal(lower, members(r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"))
+    for f, ch in enumerate("sdmtlver", 1):
+        assert np.array_equal(fold == f, members(f"(?i:{ch})")), ch
+    assert fold[ord("ſ")] == 1  # the long s matches s without case, as regex has it
+
+
+@pytest.mark.parametrize("pattern", KNOWN)
+@given(text=st.one_of(odd_text, any_text))
+@settings(max_examples=300)
+def test_c_split_equals_regex(pattern, text):
+    assert c_split(pattern, text) == regex.findall(pattern, text)
+
+
+@pytest.mark.parametrize("pattern", KNOWN)
+def test_c_split_equals_regex_on_real_text(pattern, real_text):
+    assert c_split(pattern, real_text) == regex.findall(pattern, real_text)
+
+
+@pytest.mark.parametrize("pattern", KNOWN)
+def test_c_split_on_each_code_point_between_letters(pattern):
+    # Every code point, alone and between the characters a pattern treats apart.
+    for cp in range(0, 0x110000, 1):
+        if 0xD800 <= cp < 0xE000 or (cp > 0x3000 and cp % 97):
+            continue  # every one up to U+3000, then a sample of the rest
+        c = chr(cp)
+        for text in (c, "a" + c + "b", " " + c + "\n", "'" + c, "1" + c + c + "2"):
+            assert c_split(pattern, text) == regex.findall(pattern, text), hex(cp)
+
+
+def test_split_refuses_invalid_utf8():
+    ends = np.empty(8, np.int64)
+    n = ffi.new("int64_t *")
+    assert lib.bpe_scanner_split(pretokenizer("gpt2").scanner, b"ab\xff", 3,
+                                 ffi.from_buffer("int64_t[]", ends), 8, n) == lib.BPE_EUTF8
+
+
+def unit_counts(pattern: str, data: bytes) -> dict[bytes, int] | None:
+    """The C unit counts of UTF-8 bytes, or None if the C says they are not UTF-8."""
+    counter = WordCounter()
+    ok = counter.add_units(pretokenizer(pattern).scanner, data, [0], [len(data)])
+    return arrays_to_counts(counter.export()) if ok else None
+
+
+def reference_units(pattern: str, text: str) -> Counter:
+    """The units csrc/units.h describes, cut in Python: GPT-2's before whitespace after
+    non-whitespace."""
+    return Counter(regex.findall(r"\s*\S+|\s+", text))
+
+
+def expected_units(pattern, text):
+    return {u.encode("utf-8"): n for u, n in reference_units(pattern, text).items()}
+
+
+@pytest.mark.parametrize("pattern", KNOWN)
+@given(text=st.one_of(odd_text, any_text))
+@settings(max_examples=300)
+def test_units_are_cut_as_documented(pattern, text):
+    # Longer units would still count right (each is split by the pattern), only slower; so
+    # this pins the unit edges themselves.
+    assert unit_counts(pattern, text.encode("utf-8")) == expected_units(pattern, text)
+
+
+# Offsets around the 64-byte blocks the scan reads at a time, so a character or a unit edge
+# falls on each side of a block edge and across it.
+EDGES = [p for b in (0, 64, 128) for p in range(max(b - 5, 0), b + 5)]
+
+
+@pytest.mark.parametrize("pattern", KNOWN)
+def test_unit_edges_across_blocks(pattern):
+    wide = [c for c in ODD if len(c.encode("utf-8")) > 1] + ["\U0001F642\u3000", "\r\n"]
+    wrong = []
+    for pos in EDGES:
+        for lead in ("x", " ", "."):
+            for c in wide:
+                for tail in (" y", "y", "  ", c, c + "z", "\ny", ""):
+                    for end in ("", " end" * 20):  # the text ends in the last block, or later
+                        text = lead * pos + c + tail + end
+                        if unit_counts(pattern, text.encode()) != expected_units(pattern, text):
+                            wrong.append((pos, lead, c, tail, end))
+    assert wrong == []
+
+
+BAD = [b"\xff", b"\x80", b"\xc3(", b"\xe2\x80 ", b"\xc0\xaf", b"\xed\xa0\x80",
+       b"\xf4\x90\x80\x80", b"\xe3\x80", b"\xe0\x80\xaf", b"\xe0\x9f\xbf"]  # overlong, 3 bytes
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_invalid_utf8_found_at_every_block_offset(bad):
+    for pattern in KNOWN + [r"\S+"]:
+        for pos in EDGES:
+            for lead in (b"x", b" ", b"\n"):
+                assert unit_counts(pattern, lead * pos + bad + b" tail" * 30) is None, pos
+                assert unit_counts(pattern, lead * pos + bad) is None, pos  # at the very end
+
+
+@given(data=st.binary(max_size=80).map(lambda b: bytes(x % 4 + 0x3c for x in b)),
+       needle=st.sampled_from([b"<", b"<<", b"<=>", b"?<|>", b"==<|endoftext|>"]))
+@settings(max_examples=300)
+def test_find_all_equals_re(data, needle):
+    want = [m.start() for m in re.finditer(re.escape(needle), data)]
+    assert find_all(data, needle).tolist() == want
+
+
+def test_find_all_resumes_past_its_buffer():
+    data = b"ab" * 150_000  # more occurrences than one C call returns
+    assert find_all(data, b"b").tolist() == list(range(1, len(data), 2))
+    assert find_all(data, b"bab").tolist() == list(range(1, len(data) - 2, 4))
+
+
+def test_pattern_names_and_recognition():
+    assert bpe_cffi.PATTERNS["gpt2"] == bpe_cffi.GPT2_PATTERN
+    assert pretokenizer("gpt2").name == pretokenizer(bpe_cffi.GPT2_PATTERN).name == "gpt2"
+    # A pattern that means the same but is written otherwise is not recognised: the regex
+    # module splits it, to the same pre-tokens.
+    other = "(?:" + bpe_cffi.GPT2_PATTERN + ")"
+    assert pretokenizer(other).name == "regex"
+    with pytest.raises(ValueError, match="invalid pre-tokenization pattern"):
+        pretokenizer("(unclosed")
+    with pytest.raises(TypeError, match="pattern must be a str"):
+        pretokenizer(3)
