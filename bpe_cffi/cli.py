@@ -15,7 +15,7 @@ import numpy as np
 from . import __version__
 from .counting import count_words_arrays
 from .files import save
-from .patterns import GPT2_PATTERN
+from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
 from .tokenizer import Tokenizer
@@ -58,6 +58,7 @@ def cmd_train(args) -> None:
     specials = unique_specials(specials)
     check_vocab_size(args.vocab_size, len(specials))
     progress = not args.quiet
+    _note_if_regex(args.pattern)
 
     client = None
     if args.scheduler:
@@ -81,7 +82,8 @@ def cmd_train(args) -> None:
 
     print(f"trained {len(vocab):,} tokens ({len(merges):,} merges, {len(specials)} special) "
           f"on {stats.n_bytes / 1e6:.1f} MB in {stats.n_files} file(s)")
-    print(f"  distinct pre-tokens: {len(arrays[2]):,} (total {int(arrays[2].sum()):,})")
+    print(f"  pre-tokenizer: {stats.pretokenizer}; distinct pre-tokens: {len(arrays[2]):,} "
+          f"(total {int(arrays[2].sum()):,})")
     print(f"  time: read {stats.read_s:.2f} s, pre-tokenize {stats.pretokenize_s:.2f} s "
           f"(CPU over workers; wall {stats.wall_s:.2f} s), merge {t2 - t1:.2f} s, "
           f"write {t3 - t2:.2f} s")
@@ -92,8 +94,16 @@ def cmd_train(args) -> None:
     print(f"  wrote {', '.join(os.path.basename(p) for p in paths)} to {args.out}")
 
 
+def _note_if_regex(pattern: str) -> None:
+    """Says once, on stderr, that a pattern no C scanner knows is split by the regex module."""
+    if pretokenizer(pattern).family is None:
+        print("bpe-cffi: note: no C scanner knows this pattern; the regex module splits it "
+              "(slower, same result)", file=sys.stderr)
+
+
 def cmd_encode(args) -> None:
     tok = Tokenizer.load(args.tokenizer)
+    _note_if_regex(tok.pattern)
     t = time.perf_counter()
     n = tok.encode_file(args.input, args.out, num_workers=args.workers, progress=not args.quiet)
     dt = time.perf_counter() - t
@@ -128,8 +138,11 @@ def cmd_info(args) -> None:
     print(f"tokenizer in {args.directory}")
     print(f"  vocabulary: {len(tok):,} tokens (ids 0-{tok.vocab_size - 1}), "
           f"{len(tok.merges):,} merges")
-    print(f"  special tokens: {', '.join(f'{s} = {tok.special_ids[s]}' for s in tok.special_tokens) or 'none'}")
-    print(f"  pattern: {'GPT-2' if tok.pattern == GPT2_PATTERN else tok.pattern}")
+    specials = ", ".join(f"{s} = {tok.special_ids[s]}" for s in tok.special_tokens)
+    print(f"  special tokens: {specials or 'none'}")
+    name = tok.pretokenizer.name
+    print(f"  pattern: {name} (C scanner)" if name != "regex"
+          else f"  pattern: {tok.pattern} (no C scanner: split by the regex module)")
     print(f"  longest tokens: {_longest(merged)}")
     first = ", ".join(f"{_show(a)}+{_show(b)}" for a, b in tok.merges[:5])
     print(f"  first merges: {first}")
@@ -154,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--vocab-size", type=int, required=True)
     t.add_argument("--special-token", action="append", metavar="S",
                    help="a special token (repeatable); --sample defaults to <|endoftext|>")
-    t.add_argument("--pattern", default=GPT2_PATTERN, help="pre-tokenization regex (GPT-2's)")
+    t.add_argument("--pattern", default="gpt2",
+                   help="pre-tokenization regex, or a family's name: "
+                        f"{', '.join(PATTERNS)} (default: gpt2)")
     t.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
     t.add_argument("--out", required=True, metavar="DIR", help="where to write the tokenizer")
     t.add_argument("--scheduler", metavar="tcp://HOST:PORT",

@@ -60,8 +60,9 @@ def utf8_offsets(pieces: Sequence[str]) -> tuple[bytes, np.ndarray]:
         offsets[1:] = char_ends
     else:  # the UTF-8 width of each character, summed up to each piece's end
         cps = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
-        widths = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
-        offsets[1:] = np.cumsum(widths, dtype=np.int64)[char_ends - 1]
+        widths = np.zeros(len(cps) + 1, np.int64)  # widths[0]: before the first character
+        widths[1:] = 1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000)
+        offsets[1:] = np.cumsum(widths)[char_ends]
     return blob, offsets
 
 

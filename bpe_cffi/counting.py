@@ -13,7 +13,7 @@ from typing import Iterable
 
 from .chunking import Edges, chunk_target, plan_file
 from .counter import Arrays, WordCounter
-from .patterns import GPT2_PATTERN, char_classes, pretokenizer
+from .patterns import GPT2_PATTERN, pretokenizer
 from .pool import process_pool, spill_directory, take_spilled_arrays
 from .progress import progress_bar
 from .sources import PathsLike, file_size, resolve_inputs
@@ -85,7 +85,7 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
     t_start = time.perf_counter()
     paths = resolve_inputs(input_path)
     specials = tuple(unique_specials(special_tokens))
-    pretok = pretokenizer(pattern)  # a bad pattern fails here, in the caller
+    pretok = pretokenizer(pattern)  # a bad pattern fails here; forked workers inherit it
     workers = resolve_workers(num_workers)
     total_size = sum(file_size(p) for p in paths)
     if num_workers is None and pretok.family is not None:
@@ -106,8 +106,6 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
         stats.n_bytes = total_size
         stats.wall_s = time.perf_counter() - t_start
         return total, stats
-    if pretok.family is not None:
-        char_classes()  # computed once here, inherited by forked workers
     with progress_bar(progress, total=total_size, unit="B", unit_scale=True,
                       desc="pre-tokenize") as bar:
         def take(n_bytes, read_s, tok_s):

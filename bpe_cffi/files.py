@@ -17,7 +17,7 @@ import tempfile
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
-from .patterns import GPT2_PATTERN
+from .patterns import GPT2_PATTERN, pretokenizer, resolve_pattern
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -124,13 +124,18 @@ def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: Iterable[str
     added = [{"id": i, "content": specials[t], "single_word": False, "lstrip": False,
               "rstrip": False, "normalized": False, "special": True}
              for i, t in sorted(vocab.items()) if t in specials]
+    family = pretokenizer(pattern).family
+    gpt2 = family is not None and family.name == "gpt2"  # ByteLevel's own regex is GPT-2's
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                  "use_regex": pattern == GPT2_PATTERN}  # ByteLevel's own regex is GPT-2's
-    if pattern == GPT2_PATTERN:
+                  "use_regex": gpt2}
+    if gpt2:
         pre_tokenizer = byte_level
     else:
+        # A family's form that tokenizers reads as regex does: it takes a possessive {m,n}+
+        # for a repetition of the group.
+        split = family.hf_pattern if family is not None else resolve_pattern(pattern)
         pre_tokenizer = {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated",
+            {"type": "Split", "pattern": {"Regex": split}, "behavior": "Isolated",
              "invert": False}, byte_level]}
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,

@@ -19,10 +19,54 @@ from ._lib import check, ffi, lib
 #: GPT-2's pre-tokenization pattern (docs/spec.md), the default everywhere.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
-#: The pattern of each family by name; a name is accepted wherever a pattern is.
-PATTERNS = {"gpt2": GPT2_PATTERN}
+_CL100K = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++"""
+           r"""[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""")
+_CL100K_HF = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"""
+              r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+_O200K_UPPER = r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"""
+_O200K_LOWER = r"""[\p{Ll}\p{Lm}\p{Lo}\p{M}]"""
+_O200K_CONTRACTION = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+
+#: The pattern of each family by name, exactly as models and projects publish it. A name is
+#: accepted wherever a pattern is (pattern="o200k", --pattern o200k).
+PATTERNS = {
+    "gpt2": GPT2_PATTERN,
+    # tiktoken's r50k_base: possessive, with \s++$; the same pre-tokens as gpt2
+    "gpt2_tiktoken": (r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$"""
+                      r"""|\s+(?!\S)|\s"""),
+    # GPT-4 as first published; rustbpe's default
+    "cl100k": _CL100K,
+    # cl100k_base as tiktoken ships it: \s++$ takes trailing whitespace whole
+    "cl100k_tiktoken": (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
+                        r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""),
+    # cl100k as Hugging Face tokenizer.json files carry it (Llama 3)
+    "cl100k_hf": _CL100K_HF,
+    # Qwen2 and Qwen3: the Hugging Face form with single digits
+    "qwen2": _CL100K_HF.replace(r"\p{N}{1,3}", r"\p{N}"),
+    # nanochat: the first cl100k form with digits in pairs
+    "nanochat": _CL100K.replace(r"\p{N}{1,3}", r"\p{N}{1,2}"),
+    # GPT-4o: tiktoken's o200k_base
+    "o200k": "|".join([
+        _O200K_UPPER + "*" + _O200K_LOWER + "+" + _O200K_CONTRACTION,
+        _O200K_UPPER + "+" + _O200K_LOWER + "*" + _O200K_CONTRACTION,
+        r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""", r"""\s+"""]),
+}
 
 N_CODE_POINTS = 0x110000  # entries of the class table (csrc/scan.h)
+
+# What a family's scanner reads of the class byte (csrc/scan.h); a table computes only that,
+# since each pass over all code points costs 8-20 ms at start-up.
+BASE, FOLDS, CASES = 0, 1, 2  # the base classes; and the contractions' letters; and o200k's
+
+# Safe edges on ASCII bytes (csrc/units.h says why): text then whitespace, in every family; in
+# cl100k's and o200k's not \r or \n after punctuation, but a line break then text (o200k: not
+# /, which its punctuation carries along).
+_GPT2_EDGES = rb"(?<=[\x21-\x7e])(?=[\t\n\x0b\x0c\r ])"
+_CL100K_EDGES = (rb"(?<=[\x21-\x7e])(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])"
+                 rb"|(?<=[\r\n])(?=[\x21-\x7e])")
+_O200K_EDGES = (rb"(?<=[\x21-\x7e])(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])"
+                rb"|(?<=[\r\n])(?=[\x21-\x2e\x30-\x7e])")
 
 
 @dataclass(frozen=True)
@@ -30,20 +74,68 @@ class Family:
     """A pattern family with a C scanner: what csrc/scan.h needs to build one."""
     name: str
     code: int  # BPE_SCAN_*
+    classes: int  # what its scanner reads of the class table (char_classes)
+    edges: bytes  # safe edges on ASCII bytes, for cutting files and long texts
     max_digits: int = 3
     space_run_ends: bool = False
-    #: Safe edges on ASCII bytes (csrc/units.h), for cutting files and long texts.
-    edges: bytes = rb"(?<=[\x21-\x7e])(?=[\t\n\x0b\x0c\r ])"
+    #: The same pre-tokens, written as Hugging Face tokenizers reads it the way regex does (it
+    #: takes \p{N}{1,3}+ for (\p{N}{1,3})+); None where GPT-2's ByteLevel serves.
+    hf_pattern: str | None = None
 
 
-_GPT2 = Family("gpt2", lib.BPE_SCAN_GPT2)
+def _expand(template: str) -> list[str]:
+    """Every string a template stands for: each {+} a possessive + or nothing (put only after
+    a quantifier whose match nothing later in its alternative can take back, where + changes
+    nothing), each [[a||b]] a choice between spellings that match alike."""
+    forms = [""]
+    for piece in regex.split(r"(\{\+\}|\[\[.*?\]\])", template):
+        if piece == "{+}":
+            options = ["", "+"]
+        elif piece.startswith("[["):
+            options = [o for choice in piece[2:-2].split("||") for o in _expand(choice)]
+        else:
+            options = [piece]
+        forms = [f + o for f in forms for o in options]
+    return forms
 
-# Every string here is a family's pattern exactly; tests check each against regex.
-_KNOWN = {
-    GPT2_PATTERN: _GPT2,
-    # tiktoken's r50k_base: possessive, with \s++$; the same pre-tokens (scan_gpt2.c says why)
-    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""": _GPT2,
-}
+
+def _known_patterns() -> dict[str, Family]:
+    """Every pattern string a scanner serves: each family's published forms, and the forms a
+    user is likely to paste that match alike (possessive or not, one whitespace character or
+    a run last, ...)."""
+    known: dict[str, Family] = {}
+    gpt2 = Family("gpt2", lib.BPE_SCAN_GPT2, BASE, _GPT2_EDGES)
+    for s in _expand(r"'(?:[sdmt]|ll|ve|re)| ?{+}\p{L}+{+}| ?{+}\p{N}+{+}"
+                     r"| ?{+}[^\s\p{L}\p{N}]+{+}[[|\s+(?!\S)|\s+{+}||"
+                     r"|\s+{+}$|\s+(?!\S)|\s||"
+                     r"|\s+{+}$|\s+(?!\S)|\s+{+}]]"):
+        known[s] = gpt2
+    names = {(3, False): "cl100k", (3, True): "cl100k_tiktoken", (1, False): "qwen2",
+             (2, False): "nanochat"}
+    for digits, number in ((3, r"\p{N}{1,3}{+}"), (2, r"\p{N}{1,2}{+}"), (1, r"\p{N}")):
+        for ends, tail in ((False, r"\s*[\r\n][[||+||++]]|\s+(?!\S)|\s+{+}"),
+                           (True, r"\s+{+}$|\s*[\r\n][[||+||++]]|\s+(?!\S)|\s[[||+||++]]")):
+            name = names.get((digits, ends), f"cl100k-{digits}" + ("-tiktoken" if ends else ""))
+            hf = _CL100K_HF.replace(r"\p{N}{1,3}", number.replace("{+}", ""))
+            if ends:
+                hf = hf.replace(r"|\s*[\r\n]+", r"|\s+$|\s*[\r\n]+")
+            family = Family(name, lib.BPE_SCAN_CL100K, FOLDS, _CL100K_EDGES, digits, ends, hf)
+            for s in _expand(r"[['(?i:[sdmt]|ll|ve|re)||(?i:'s|'t|'re|'ve|'m|'ll|'d)]]"
+                             r"|[^\r\n\p{L}\p{N}]?{+}\p{L}+{+}|" + number
+                             + r"| ?{+}[^\s\p{L}\p{N}]+{+}[\r\n]*{+}|" + tail):
+                known[s] = family
+    o200k = Family("o200k", lib.BPE_SCAN_O200K, CASES, _O200K_EDGES,
+                   hf_pattern=PATTERNS["o200k"])
+    contraction = _O200K_CONTRACTION + "{+}"
+    for s in _expand(_O200K_UPPER + "*" + _O200K_LOWER + "+" + contraction + "|"
+                     + _O200K_UPPER + "+" + _O200K_LOWER + "*" + contraction
+                     + r"|\p{N}{1,3}{+}| ?{+}[^\s\p{L}\p{N}]+{+}[\r\n/]*{+}|\s*[\r\n]+{+}"
+                     r"|\s+(?!\S)|\s+{+}"):
+        known[s] = o200k
+    return known
+
+
+_KNOWN = _known_patterns()
 
 
 def resolve_pattern(pattern: str) -> str:
@@ -89,23 +181,31 @@ def pretokenizer(pattern: str) -> Pretokenizer:
     return Pretokenizer(pattern)
 
 
-# The class byte of csrc/scan.h: (bits, regex) for each class, the first that matches wins.
-_CLASSES = ((0, r"[\p{Lu}\p{Lt}]"), (1 << 2, r"\p{Ll}"), (2 << 2, r"[\p{Lm}\p{Lo}]"), (1, r"\p{N}"),
-            (2, r"\s"), (3 | 1 << 2, r"\p{M}"))
-
-
-@functools.lru_cache(maxsize=1)
-def char_classes() -> np.ndarray:
+@functools.lru_cache(maxsize=3)
+def char_classes(level: int = CASES) -> np.ndarray:
     """One class byte per code point, as csrc/scan.h lays it out, computed with the regex module
-    so that C and regex agree on the Unicode version (about 0.1 s, once per process)."""
+    so that C and regex agree on the Unicode version: the base classes, and from level FOLDS on
+    the letters that match a contraction's without case, and at CASES o200k's case classes."""
     every = np.arange(N_CODE_POINTS, dtype=np.uint32).tobytes().decode("utf-32-le",
                                                                         "surrogatepass")
-    classes = np.full(N_CODE_POINTS, 3, np.uint8)  # BASE_OTHER
-    for bits, pattern in reversed(_CLASSES):  # so that the first to match is written last
-        for m in regex.finditer(pattern + "+", every):
-            classes[m.start():m.end()] = bits
-    for fold, letter in enumerate("sdmtlver", 1):  # the letters of the contractions
-        for m in regex.finditer(f"(?i:{letter})", every):
+
+    def mark(pattern: str, bits: int) -> None:
+        for m in regex.finditer(pattern, every):
+            classes[m.start():m.end()] |= bits
+
+    classes = np.full(N_CODE_POINTS, 3, np.uint8)  # BASE_OTHER, then cleared where it is not
+    for pattern, base in ((r"\p{L}+", 0), (r"\p{N}+", 1), (r"\s+", 2)):
+        for m in regex.finditer(pattern, every):
+            classes[m.start():m.end()] = base
+    if level >= CASES:
+        mark(r"\p{Ll}+", 1 << 2)
+        mark(r"\p{Lm}+", 2 << 2)
+        mark(r"\p{Lo}+", 2 << 2)
+        mark(r"\p{M}+", 1 << 2)  # an "other" that is a mark
+    if level >= FOLDS:
+        for m in regex.finditer("(?i:[sdmtlver])", every):
+            fold = next(k for k, letter in enumerate("sdmtlver", 1)
+                        if regex.fullmatch(f"(?i:{letter})", m.group()))
             classes[m.start()] |= fold << 4
     return classes
 
@@ -117,7 +217,8 @@ def _scanner(family: Family | None):
     if family is None:
         check(lib.bpe_scanner_new(lib.BPE_SCAN_PIECES, 1, 0, ffi.NULL, 0, out), "bpe_scanner_new")
     else:
+        table = char_classes(family.classes)
         check(lib.bpe_scanner_new(family.code, family.max_digits, int(family.space_run_ends),
-                                  ffi.from_buffer("uint8_t[]", char_classes()), N_CODE_POINTS,
-                                  out), "bpe_scanner_new")
+                                  ffi.from_buffer("uint8_t[]", table), N_CODE_POINTS, out),
+              "bpe_scanner_new")
     return ffi.gc(out[0], lib.bpe_scanner_free)

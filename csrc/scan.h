@@ -2,7 +2,7 @@
  *
  * A scanner splits valid UTF-8 text into pre-tokens exactly as regex.finditer(pattern, text)
  * does for its family's pattern strings (patterns.py recognises them). Each family's cut
- * rules are explained above its code (scan_gpt2.c). The
+ * rules are explained above its code (scan_gpt2.c, scan_cl100k.c, scan_o200k.c). The
  * character classes come from a table of one byte per code point that the Python side
  * computes with the regex module itself, so C and regex agree on the Unicode version.
  *
@@ -60,6 +60,69 @@ static inline int scan_char(const uint8_t *classes, const uint8_t *t, int64_t n,
     return len;
 }
 
+/* The end of the run of characters of base class `base` from t[j]. ASCII, most of most text,
+ * is read from the class table without decoding. */
+static inline int64_t scan_run_end(const uint8_t *classes, const uint8_t *t, int64_t n,
+                                   int64_t j, int base) {
+    while (j < n) {
+        uint8_t cls;
+        int len = t[j] < 0x80 ? (cls = classes[t[j]], 1) : scan_char(classes, t, n, j, &cls);
+        if (CLASS_BASE(cls) != base) break;
+        j += len;
+    }
+    return j;
+}
+
+/* The end of at most max_digits numbers from t[i], a number that ends at j (\p{N}{1,3} and
+ * the like: cl100k's and o200k's families). */
+static inline int64_t scan_digits_end(const uint8_t *classes, const uint8_t *t, int64_t n,
+                                      int64_t j, int max_digits) {
+    for (int digits = 1; digits < max_digits && j < n; digits++) {
+        uint8_t c;
+        int len = scan_char(classes, t, n, j, &c);
+        if (CLASS_BASE(c) != BASE_NUMBER) break;
+        j += len;
+    }
+    return j;
+}
+
+/* The end of ` ?[^\s\p{L}\p{N}]+[\r\n]*` (with slash: `[\r\n/]*`, o200k's) from t[i], whose
+ * first character ends at j and is of base class base; -1 if it does not match there. */
+static inline int64_t scan_punctuation_end(const uint8_t *classes, const uint8_t *t, int64_t n,
+                                           int64_t i, int64_t j, int base, int slash) {
+    int64_t p = i;
+    if (t[i] == ' ' && j < n) {
+        uint8_t c1;
+        scan_char(classes, t, n, j, &c1);
+        if (CLASS_BASE(c1) == BASE_OTHER) p = j, base = BASE_OTHER;
+    }
+    if (base != BASE_OTHER) return -1;
+    uint8_t c;
+    p = scan_run_end(classes, t, n, p + scan_char(classes, t, n, p, &c), BASE_OTHER);
+    while (p < n && (t[p] == '\r' || t[p] == '\n' || (slash && t[p] == '/'))) p++;
+    return p;
+}
+
+/* A run of whitespace from t[i]: its end, where its last character starts, and the end of its
+ * last \r or \n (i if none). */
+typedef struct {
+    int64_t end, last, line_end;
+} space_run;
+
+static inline space_run scan_space_run(const uint8_t *classes, const uint8_t *t, int64_t n,
+                                       int64_t i) {
+    space_run r = {i, i, i};
+    while (r.end < n) {
+        uint8_t cls;
+        int len = scan_char(classes, t, n, r.end, &cls);
+        if (CLASS_BASE(cls) != BASE_SPACE) break;
+        if (t[r.end] == '\r' || t[r.end] == '\n') r.line_end = r.end + 1;
+        r.last = r.end;
+        r.end += len;
+    }
+    return r;
+}
+
 /* Splits valid UTF-8 text[0 .. n) into the family's pre-tokens: writes the end of each to
  * ends (room for n: a pre-token holds at least one byte) and returns their number. With
  * BPE_SCAN_PIECES the text is one pre-token. */
@@ -67,5 +130,7 @@ int64_t scan_split(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t
 
 /* The family scanners scan_split dispatches to (same contract). */
 int64_t scan_gpt2(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t *ends);
+int64_t scan_cl100k(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t *ends);
+int64_t scan_o200k(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t *ends);
 
 #endif

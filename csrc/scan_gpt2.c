@@ -14,20 +14,6 @@
  * a run only where \s+(?!\S) takes it whole anyway, at the end of the text. */
 #include "scan.h"
 
-
-/* The end of the run of class `run` (CLASS_BASE) from t[j]. ASCII, most of most text, is read from
- * the class table without decoding. */
-static inline int64_t gpt2_run_end(const uint8_t *classes, const uint8_t *t, int64_t n, int64_t j,
-                                   int run) {
-    while (j < n) {
-        uint8_t cls;
-        int len = t[j] < 0x80 ? (cls = classes[t[j]], 1) : scan_char(classes, t, n, j, &cls);
-        if (CLASS_BASE(cls) != run) break;
-        j += len;
-    }
-    return j;
-}
-
 /* The end of the pre-token that starts at t[i]. */
 static inline int64_t gpt2_next(const uint8_t *classes, const uint8_t *t, int64_t n, int64_t i) {
     if (t[i] == '\'' && i + 1 < n) {
@@ -40,16 +26,10 @@ static inline int64_t gpt2_next(const uint8_t *classes, const uint8_t *t, int64_
     uint8_t cls;
     int len = scan_char(classes, t, n, j, &cls);
     int run = CLASS_BASE(cls);
-    if (run != BASE_SPACE) return gpt2_run_end(classes, t, n, j + len, run); /* ` ?X+` */
-    int64_t k = i, last = i; /* the whitespace run from i, and its last character */
-    while (k < n) {
-        len = scan_char(classes, t, n, k, &cls);
-        if (CLASS_BASE(cls) != BASE_SPACE) break;
-        last = k;
-        k += len;
-    }
-    if (k == n) return n;
-    return last > i ? last : k;
+    if (run != BASE_SPACE) return scan_run_end(classes, t, n, j + len, run); /* ` ?X+` */
+    space_run r = scan_space_run(classes, t, n, i);
+    if (r.end == n) return n;
+    return r.last > i ? r.last : r.end;
 }
 
 int64_t scan_gpt2(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t *ends) {

@@ -8,7 +8,7 @@ int bpe_scanner_new(int family, int max_digits, int space_run_ends, const uint8_
                     int64_t n_classes, bpe_scanner **out) {
     if (!out) return BPE_EINVAL;
     *out = NULL;
-    if (family < BPE_SCAN_PIECES || family > BPE_SCAN_GPT2 || max_digits < 1 ||
+    if (family < BPE_SCAN_PIECES || family > BPE_SCAN_O200K || max_digits < 1 ||
         space_run_ends < 0 || space_run_ends > 1)
         return BPE_EINVAL;
     if (family != BPE_SCAN_PIECES && (!classes || n_classes != N_CODE_POINTS)) return BPE_EINVAL;
@@ -48,6 +48,10 @@ int64_t scan_split(const bpe_scanner *s, const uint8_t *text, int64_t n, int64_t
     switch (s->family) {
     case BPE_SCAN_GPT2:
         return scan_gpt2(s, text, n, ends);
+    case BPE_SCAN_CL100K:
+        return scan_cl100k(s, text, n, ends);
+    case BPE_SCAN_O200K:
+        return scan_o200k(s, text, n, ends);
     default: /* BPE_SCAN_PIECES: the caller's regex already made the text one pre-token */
         ends[0] = n;
         return 1;

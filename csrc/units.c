@@ -125,7 +125,11 @@ int units_add(word_table *t, word_batch *batch, const bpe_scanner *s, const uint
                 if (!letter_or_number_before(s, text, n, base + k))
                     cuts &= ~((uint64_t)1 << k);
             }
-            cuts |= ~space & ((line_break << 1) | after_break) & inside; /* text after \r \n */
+            uint64_t after = ~space & ((line_break << 1) | after_break) & inside; /* after \r \n */
+            if (s->family == BPE_SCAN_O200K) /* its punctuation takes a / after \r \n along */
+                for (uint64_t slash = after; slash; slash &= slash - 1)
+                    if (text[base + ctz64(slash)] == '/') after &= ~(slash & -slash);
+            cuts |= after;
             after_break = line_break >> 63;
         }
         for (; cuts; cuts &= cuts - 1) EMIT(base + (int64_t)ctz64(cuts));

@@ -13,11 +13,12 @@
  * - except, in the cl100k and o200k families, before \r or \n after a character that is not a
  *   letter or a number: their punctuation alternative ( ?[^\s\p{L}\p{N}]+[\r\n]* and
  *   [\r\n/]*) carries the line breaks after punctuation along;
- * - and, in those families only, after \r or \n before a non-whitespace character: there
- *   \s*[\r\n] takes a run of whitespace up to its last line break, so a pre-token always ends
- *   at that line break, and no alternative can start with \r or \n and go on into the text
- *   after it. (Not in GPT-2's pattern, whose \s+(?!\S) leaves the last line break of a run to
- *   the next pre-token only when text follows.)
+ * - and, in those families only, after \r or \n before a non-whitespace character (o200k: but
+ *   /, which its punctuation carries along after line breaks too): there \s*[\r\n] takes a
+ *   run of whitespace up to its last line break, so a pre-token always ends at that line break,
+ *   and no alternative can start with \r or \n and go on into the text after it. (Not in
+ *   GPT-2's pattern, whose \s+(?!\S) leaves the last line break of a run to the next
+ *   pre-token only when text follows.)
  *
  * With BPE_SCAN_PIECES each piece is one unit: the caller's regex has already cut it. */
 #ifndef UNITS_H

@@ -2,6 +2,7 @@
 every code point, on strings built to break them, and on real text."""
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter
 
@@ -13,12 +14,16 @@ from hypothesis import given, settings, strategies as st
 import bpe_cffi
 from bpe_cffi._lib import ffi, lib
 from bpe_cffi.counter import WordCounter, arrays_to_counts
-from bpe_cffi.patterns import _KNOWN, char_classes, pretokenizer
+from bpe_cffi.patterns import PATTERNS, _KNOWN, char_classes, pretokenizer
 from bpe_cffi.specials import find_all
 
 EOT = "<|endoftext|>"
-# Every pattern string with a C scanner, each checked against the regex module itself.
-KNOWN = sorted(_KNOWN)
+# Every published pattern with a C scanner, and a sample of the equivalent forms recognised as
+# theirs, each checked against the regex module itself.
+KNOWN = list(PATTERNS.values()) + random.Random(0).sample(
+    sorted(set(_KNOWN) - set(PATTERNS.values())), 8)
+# One pattern per way of cutting units (csrc/units.h): the cut depends on the family only.
+FAMILIES = [PATTERNS[name] for name in ("gpt2", "cl100k", "o200k")]
 
 ODD = ["\u0085", "\u2028", "\u2029", "\u3000", "\u00a0", "\u1680", "\u2000", "\u200a",
        "\u202f", "\u205f", "\u001c", "\u001d", "\u001e", "\u001f", "\x0b", "\x0c", "\r\n",
@@ -94,7 +99,7 @@ def test_c_split_equals_regex_on_real_text(pattern, real_text):
     assert c_split(pattern, real_text) == regex.findall(pattern, real_text)
 
 
-@pytest.mark.parametrize("pattern", KNOWN)
+@pytest.mark.parametrize("pattern", list(PATTERNS.values()))  # the published forms: slow
 def test_c_split_on_each_code_point_between_letters(pattern):
     # Every code point, alone and between the characters a pattern treats apart.
     for cp in range(0, 0x110000, 1):
@@ -119,17 +124,35 @@ def unit_counts(pattern: str, data: bytes) -> dict[bytes, int] | None:
     return arrays_to_counts(counter.export()) if ok else None
 
 
+SPACES = set(regex.findall(r"\s", "".join(map(chr, range(0x3001)))))
+LETTER_OR_NUMBER = regex.compile(r"[\p{L}\p{N}]")
+
+
 def reference_units(pattern: str, text: str) -> Counter:
-    """The units csrc/units.h describes, cut in Python: GPT-2's before whitespace after
-    non-whitespace."""
-    return Counter(regex.findall(r"\s*\S+|\s+", text))
+    """The units csrc/units.h describes, cut in Python: before whitespace after
+    non-whitespace, but in cl100k's and o200k's families not before \r or \n after what is
+    neither a letter nor a number, and there also after \r or \n before non-whitespace (but
+    o200k's /)."""
+    family = pretokenizer(pattern).family.name
+    space = [c in SPACES for c in text]
+    cuts = [0]
+    for i in range(1, len(text)):
+        before, c = text[i - 1], text[i]
+        if not space[i - 1] and space[i]:
+            if family == "gpt2" or c not in "\r\n" or LETTER_OR_NUMBER.match(before):
+                cuts.append(i)
+        elif family != "gpt2" and before in "\r\n" and not space[i]:
+            if not (family == "o200k" and c == "/"):
+                cuts.append(i)
+    cuts.append(len(text))
+    return Counter(text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a)
 
 
 def expected_units(pattern, text):
     return {u.encode("utf-8"): n for u, n in reference_units(pattern, text).items()}
 
 
-@pytest.mark.parametrize("pattern", KNOWN)
+@pytest.mark.parametrize("pattern", FAMILIES)
 @given(text=st.one_of(odd_text, any_text))
 @settings(max_examples=300)
 def test_units_are_cut_as_documented(pattern, text):
@@ -143,7 +166,7 @@ def test_units_are_cut_as_documented(pattern, text):
 EDGES = [p for b in (0, 64, 128) for p in range(max(b - 5, 0), b + 5)]
 
 
-@pytest.mark.parametrize("pattern", KNOWN)
+@pytest.mark.parametrize("pattern", FAMILIES)
 def test_unit_edges_across_blocks(pattern):
     wide = [c for c in ODD if len(c.encode("utf-8")) > 1] + ["\U0001F642\u3000", "\r\n"]
     wrong = []
@@ -164,7 +187,7 @@ BAD = [b"\xff", b"\x80", b"\xc3(", b"\xe2\x80 ", b"\xc0\xaf", b"\xed\xa0\x80",
 
 @pytest.mark.parametrize("bad", BAD)
 def test_invalid_utf8_found_at_every_block_offset(bad):
-    for pattern in KNOWN + [r"\S+"]:
+    for pattern in FAMILIES + [r"\S+"]:
         for pos in EDGES:
             for lead in (b"x", b" ", b"\n"):
                 assert unit_counts(pattern, lead * pos + bad + b" tail" * 30) is None, pos

@@ -1,0 +1,134 @@
+"""Every pattern family with a C scanner, end to end: training exact to the reference, counts
+equal to the regex module's path for any number of workers, ids equal to tiktoken's and to
+Hugging Face tokenizers' with the same pattern and ranks."""
+from __future__ import annotations
+
+import pytest
+import tiktoken
+import tokenizers
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpe_cffi
+from bpe_cffi import PATTERNS, Tokenizer
+
+import reference
+
+EOT = "<|endoftext|>"
+NAMES = list(PATTERNS)
+# Text rich in what the families cut differently: case changes, marks, digits of every kind,
+# contractions in every case, line breaks after punctuation, / after line breaks, trailing
+# whitespace.
+PIECES = ["the", " The", "THE", "tHe", "ǅemal", " naïve", "e\u0301", "\u0301", "日本語",
+          "ʰʲ", "don't", "DON'T", "We'Ll", "'s", "'S", "'ſ", "12345", " 1234567", "١٢٣",
+          "Ⅻ", "½", ".", "...", "!\n", ".\r\n", "\n/", "/x", "./\n/", "\n\n", " \n ", "\t",
+          "\u00a0", "\u3000", "  ", " ", "x", "é", "🙂", "(", "--", "\r", "$", "a/b", EOT]
+family_text = st.lists(st.sampled_from(PIECES), max_size=60).map("".join)
+
+
+def regex_path(pattern: str) -> str:
+    """The same pattern, written so that no scanner recognises it: the regex module splits."""
+    return "(?:" + pattern + ")"
+
+
+@pytest.fixture(scope="module")
+def trained(real_text):
+    """A 2 000-token vocabulary per family, trained on the real text."""
+    import os
+    import tempfile
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "real.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(real_text)
+        for name in NAMES:
+            out[name] = bpe_cffi.train_bpe(path, 2000, [EOT], pattern=name)
+    return out
+
+
+def tiktoken_for(name, vocab, merges):
+    return tiktoken.Encoding(f"test_{name}", pat_str=PATTERNS[name],
+                             mergeable_ranks={vocab[i]: i for i in range(256 + len(merges))},
+                             special_tokens={EOT: 256 + len(merges)})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_training_follows_the_reference(name, real_text, tmp_path):
+    text = real_text[:40_000]
+    path = tmp_path / "t.txt"
+    path.write_text(text, encoding="utf-8")
+    _, merges = bpe_cffi.train_bpe(path, 256 + 1 + 120, [EOT], pattern=name, num_workers=1)
+    assert merges == reference.train_text(text, 256 + 1 + 120, [EOT], PATTERNS[name])[1]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_counts_equal_the_regex_path(name, workers, real_text, tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text(real_text * 4, encoding="utf-8")  # 1.7 MB: a chunk or two per worker
+    got = bpe_cffi.count_words(path, [EOT], pattern=name, num_workers=workers)
+    assert got == bpe_cffi.count_words(path, [EOT], pattern=regex_path(PATTERNS[name]),
+                                       num_workers=1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(text=family_text)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_counts_equal_the_reference(name, tmp_path, text):
+    path = tmp_path / "t.txt"
+    path.write_bytes(text.encode("utf-8"))
+    got = bpe_cffi.count_words(path, [EOT], pattern=name, num_workers=1)
+    assert got == reference.word_counts(text, [EOT], PATTERNS[name])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_real_text_ids_equal_tiktoken(name, trained, real_text):
+    vocab, merges = trained[name]
+    tok = Tokenizer(vocab, merges, [EOT], pattern=name)
+    assert tok.pretokenizer.family is not None
+    encoding = tiktoken_for(name, vocab, merges)
+    want = encoding.encode(real_text, allowed_special="all")
+    assert tok.encode(real_text) == want
+    assert tok.encode_to_numpy(real_text).tolist() == want
+    docs = real_text.split("\n")
+    assert tok.encode_batch(docs) == [encoding.encode(d, allowed_special="all") for d in docs]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(text=family_text)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                  HealthCheck.too_slow])
+def test_ids_equal_tiktoken_and_the_regex_path(name, trained, text):
+    vocab, merges = trained[name]
+    tok = Tokenizer(vocab, merges, [EOT], pattern=name)
+    want = tiktoken_for(name, vocab, merges).encode(text, allowed_special="all")
+    assert tok.encode(text) == want
+    assert Tokenizer(vocab, merges, [EOT], pattern=regex_path(PATTERNS[name])).encode(text) == want
+    assert tok.encode_batch([text, text[::-1]])[0] == want
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_streams_and_threads_cut_safely(name, trained, real_text):
+    # Over 2 MB a text is cut on the family's safe edges for threads; encode_iterable cuts the
+    # stream on them. Lines ending in punctuation, / after line breaks, trailing whitespace.
+    vocab, merges = trained[name]
+    text = (real_text + ".\n/x\r\n. \n\t(\n") * 6
+    one = Tokenizer(vocab, merges, [EOT], pattern=name, num_threads=1)
+    many = Tokenizer(vocab, merges, [EOT], pattern=name, num_threads=3)
+    want = one.encode_to_numpy(text).tolist()
+    assert many.encode_to_numpy(text).tolist() == want
+    lines = text.splitlines(keepends=True)
+    assert list(many.encode_iterable(lines)) == want
+    assert list(many.encode_iterable(text[i:i + 1000] for i in range(0, len(text), 1000))) == want
+
+
+@pytest.mark.parametrize("name", ["cl100k", "cl100k_hf", "qwen2", "nanochat", "o200k"])
+def test_tokenizer_json_loads_in_hf_tokenizers(name, trained, real_text, tmp_path):
+    # tokenizer.json carries a form of the pattern that tokenizers reads as regex does.
+    vocab, merges = trained[name]
+    bpe_cffi.save(vocab, merges, tmp_path, [EOT], name)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    ours = Tokenizer.load(tmp_path)
+    assert ours.pretokenizer.family.name == Tokenizer(vocab, merges, [EOT], name) \
+        .pretokenizer.family.name
+    text = real_text[:60_000]
+    assert hf.encode(text).ids == ours.encode(text)
