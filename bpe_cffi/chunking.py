@@ -21,34 +21,51 @@ from .sources import file_size, open_binary
 
 _FIRST_BLOCK = 1 << 12  # an edge is usually within a few bytes: start small, then grow
 _MAX_BLOCK = 1 << 20
+_LAST_BLOCK = 256  # last_edge's first block back from the end of a text
 
 
 class Edges:
     """The safe edges of text of one kind (bytes for files and UTF-8, str for streams), for
-    the given special tokens and the family's edge pattern (None: special tokens only)."""
+    the given special tokens and the family's edge pattern (None: special tokens only).
+
+    Special tokens are found with find (linear however long they are; a regex of a very long
+    literal takes seconds to compile), the family's edges with its regex; edges are searched
+    in blocks, so that the cost is that of the text around the edge found."""
 
     def __init__(self, specials: Sequence[bytes], edges: bytes | None, kind: type = bytes):
         def as_kind(b: bytes):
             return b if kind is bytes else b.decode("utf-8")
         self.specials = [as_kind(s) for s in specials]
-        alternatives = [as_kind(b"(?=") + regex.escape(s) + as_kind(b")") for s in self.specials]
-        if edges is not None:
-            alternatives.append(as_kind(edges))
-        self.finder = regex.compile(as_kind(b"|").join(alternatives)) if alternatives else None
+        self.finder = regex.compile(as_kind(edges)) if edges is not None else None
         #: characters of a special token that can lie before an edge it straddles
         self.behind = max([len(s) - 1 for s in self.specials] + [0])
+        self.none = self.finder is None and not self.specials  # no edge anywhere
 
-    def straddled(self, block: AnyStr, i: int) -> bool:
-        """Whether an occurrence of a special token starts before block[i] and ends after it."""
+    def safe_in(self, text: AnyStr, lo: int, hi: int, last: bool = False) -> int:
+        """The first (or last) safe edge i of text with lo <= i < hi and i > 0, or -1. An
+        edge is a family edge or the start of a special token, and is safe if no occurrence
+        of a special token straddles it; text must extend to hi + self.behind (or end)."""
+        spans = []  # every occurrence of a special token that reaches into [lo, hi)
         for s in self.specials:
-            j = block.find(s, max(0, i - len(s) + 1), i + len(s) - 1)
-            if j != -1 and j < i:
-                return True
-        return False
+            end = min(len(text), hi + len(s) - 1)
+            at = text.find(s, max(0, lo - len(s) + 1), end)
+            while at != -1:
+                spans.append((at, at + len(s)))
+                at = text.find(s, at + 1, end)
+        candidates = [a for a, _ in spans if lo <= a < hi]
+        if self.finder is not None:
+            for m in self.finder.finditer(text, lo):
+                if m.start() >= hi:
+                    break
+                candidates.append(m.start())
+        for i in sorted(candidates, reverse=last):
+            if i > 0 and not any(a < i < b for a, b in spans):
+                return i
+        return -1
 
     def next_edge(self, f, pos: int, size: int) -> int:
         """The first safe edge at or after pos in file f of size bytes, or size if none."""
-        if self.finder is None:
+        if self.none:
             return size
         behind = max(self.behind, 1)
         start, step = pos, _FIRST_BLOCK
@@ -56,39 +73,40 @@ class Edges:
             lo = max(0, start - behind)
             f.seek(lo)
             block = f.read(start - lo + step + behind)
-            for m in self.finder.finditer(block, start - lo):
-                i = m.start()
-                if lo + i >= start + step:
-                    break
-                if not self.straddled(block, i):
-                    return lo + i
+            i = self.safe_in(block, start - lo, start - lo + step)
+            if i >= 0:
+                return lo + i
             start += step
             step = min(2 * step, _MAX_BLOCK)
         return size
 
+    def first_edge(self, text: AnyStr, pos: int) -> int:
+        """The first safe edge of text (held whole) at or after pos, or len(text) if none."""
+        if self.none:
+            return len(text)
+        start, step = pos, _FIRST_BLOCK
+        while start < len(text):
+            i = self.safe_in(text, start, min(start + step, len(text)))
+            if i >= 0:
+                return i
+            start += step
+            step = min(2 * step, _MAX_BLOCK)
+        return len(text)
+
     def last_edge(self, text: AnyStr, start: int = 0) -> int:
         """The last safe edge of text at or after start, or 0 if there is none. text may
         continue, so only edges that more text cannot take back count: none within the
-        longest special token of the end."""
-        if self.finder is None:
+        longest special token of the end. Searches back from the end in growing blocks."""
+        if self.none:
             return 0
-        limit = len(text) - self.behind
-        best = 0
-        for m in self.finder.finditer(text, start):
-            i = m.start()
-            if i > limit:
-                break
-            if i > 0 and not self.straddled(text, i):
-                best = i
-        return best
-
-    def first_edge(self, text: AnyStr, pos: int) -> int:
-        """The first safe edge of text (held whole) at or after pos, or len(text) if none."""
-        if self.finder is not None:
-            for m in self.finder.finditer(text, pos):
-                if not self.straddled(text, m.start()):
-                    return m.start()
-        return len(text)
+        hi, step = min(len(text), len(text) - self.behind + 1), _LAST_BLOCK
+        while hi > start:
+            lo = max(start, hi - step)
+            i = self.safe_in(text, lo, hi, last=True)
+            if i > 0:
+                return i
+            hi, step = lo, 2 * step
+        return 0
 
     def plan_text(self, text: AnyStr, parts: int) -> list[tuple[int, int]]:
         """Text held whole (str or bytes) cut into about `parts` parts on safe edges."""

@@ -7,6 +7,7 @@ UTF-8 gives the same pieces as over str.
 """
 from __future__ import annotations
 
+import functools
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -47,13 +48,23 @@ class SpecialTokens:
         encoded = [s.encode("utf-8") for s in self.tokens]
         self.encoded = encoded
         self._id_of_bytes = {b: self.ids[s] for s, b in zip(self.tokens, encoded)}
-        longest_first = sorted(encoded, key=len, reverse=True)
         # One special, the usual case, is found faster in C (memchr) than by a regex.
         self._single = encoded[0] if len(encoded) == 1 else None
-        self._bytes_regex = regex.compile(b"|".join(map(regex.escape, longest_first))) \
-            if len(encoded) > 1 else None
-        self._str_regex = regex.compile("|".join(
-            regex.escape(b.decode("utf-8")) for b in longest_first)) if encoded else None
+
+    # Several specials are found by a regex of them, longest first (leftmost-longest), made on
+    # first use: a regex of a long literal is slow to compile (about 10 s for 1 MB).
+    @functools.cached_property
+    def _bytes_regex(self) -> regex.Pattern:
+        return regex.compile(b"|".join(map(regex.escape, self._longest_first)))
+
+    @functools.cached_property
+    def _str_regex(self) -> regex.Pattern:
+        return regex.compile("|".join(regex.escape(b.decode("utf-8"))
+                                      for b in self._longest_first))
+
+    @property
+    def _longest_first(self) -> list[bytes]:
+        return sorted(self.encoded, key=len, reverse=True)
 
     def __bool__(self) -> bool:
         return bool(self.tokens)
@@ -120,18 +131,29 @@ class SpecialTokens:
 
     def split(self, text: str) -> Iterator[tuple[str, bool]]:
         """Yields (piece, is_special) of a str in order; empty pieces are left out."""
-        if self._str_regex is None:
-            if text:
-                yield text, False
-            return
         pos = 0
-        for m in self._str_regex.finditer(text):
-            if m.start() > pos:
-                yield text[pos:m.start()], False
-            yield m.group(), True
-            pos = m.end()
+        for start, end in self._str_spans(text):
+            if start > pos:
+                yield text[pos:start], False
+            yield text[start:end], True
+            pos = end
         if pos < len(text):
             yield text[pos:], False
+
+
+    def _str_spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """(start, end) of the special tokens in text, left to right, longest first."""
+        if not self.tokens:
+            return
+        if self._single is not None:
+            single = self.tokens[0]
+            at = text.find(single)
+            while at >= 0:
+                yield at, at + len(single)
+                at = text.find(single, at + len(single))
+        else:
+            for m in self._str_regex.finditer(text):
+                yield m.span()
 
 
 def find_all(data: bytes | memoryview, needle: bytes) -> np.ndarray:

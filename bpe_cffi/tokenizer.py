@@ -145,29 +145,32 @@ class Tokenizer:
         return out
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
-        """Lazily yields encode("".join(iterable)), holding only the text since the last safe
-        edge (chunking.py) plus one batch: each chunk is searched once for edges, and text is
-        encoded in batches up to the last edge found. Linear in the input; with a pattern
-        split by the regex module and no special tokens there is no edge, and the text is
-        held until the end."""
+        """Lazily yields encode("".join(iterable)). Text is gathered until there is a batch,
+        then encoded up to its last safe edge (chunking.py); the rest waits for more text.
+        Linear in the input whatever its chunking: each character is searched for edges
+        about once, and when a batch has no edge the next try waits until the text has
+        doubled. Holds the text since the last edge plus one batch; with a pattern split by
+        the regex module and no special tokens there is no edge, and the text is held until
+        the end."""
         edges = Edges(self.specials.encoded, self.pretokenizer.edges, str)
-        keep = 2 * edges.behind + 2  # text before a new chunk that an edge's context reaches
         pending: list[str] = []  # text not encoded yet, in order
         size = 0  # its length
-        cut = -1  # the last safe edge found in it, or -1
-        tail = ""  # its last `keep` characters
+        searched = 0  # pending text before this offset holds no safe edge
+        next_try = _ITER_BATCH  # the size at which to look for an edge again
         for chunk in iterable:
-            window = tail + _checked_str(chunk, "encode_iterable")
-            edge = edges.last_edge(window, max(0, len(tail) - edges.behind - 1))
-            if edge > 0:
-                cut = size - len(tail) + edge
-            pending.append(chunk)
+            pending.append(_checked_str(chunk, "encode_iterable"))
             size += len(chunk)
-            tail = window[-keep:]
-            if size >= _ITER_BATCH and cut > 0:
-                text = "".join(pending)
+            if size < next_try:
+                continue
+            text = "".join(pending)
+            cut = edges.last_edge(text, searched)
+            if cut > 0:
                 yield from self.encode(text[:cut])
-                pending, size, cut = [text[cut:]], size - cut, -1
+                text = text[cut:]
+            # edges within the longest special token of the end may still change
+            searched = max(0, len(text) - edges.behind - 1)
+            next_try = max(len(text) + _ITER_BATCH, 2 * len(text) if cut == 0 else 0)
+            pending, size = [text], len(text)
         yield from self.encode("".join(pending))
 
     def encode_file(self, input_path, output_path, *, num_workers: int | None = None,

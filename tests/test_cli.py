@@ -26,7 +26,8 @@ def test_train_info_encode_decode(tmp_path, capsys):
     text = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     assert arr.tolist() == tok.encode(text)
     capsys.readouterr()
-    assert main(["decode", "--tokenizer", str(out), str(ids), "--out", str(tmp_path / "t.txt")]) == 0
+    decoded = tmp_path / "t.txt"
+    assert main(["decode", "--tokenizer", str(out), str(ids), "--out", str(decoded)]) == 0
     assert (tmp_path / "t.txt").read_text(encoding="utf-8") == text
 
 
@@ -78,7 +79,7 @@ def test_closed_pipe_is_quiet(tmp_path):
     ids = tmp_path / "ids.npy"
     main(["encode", "--tokenizer", str(tok), bpe_cffi.sample_path(), "--out", str(ids),
           "--quiet"])
-    proc = subprocess.run(f"{sys.executable} -m bpe_cffi decode --tokenizer {tok} {ids} | head -c 10",
-                          shell=True, capture_output=True, text=True)
+    command = f"{sys.executable} -m bpe_cffi decode --tokenizer {tok} {ids} | head -c 10"
+    proc = subprocess.run(command, shell=True, capture_output=True, text=True)
     assert proc.stdout == open(bpe_cffi.sample_path(), encoding="utf-8").read()[:10]
     assert "Traceback" not in proc.stderr and "error" not in proc.stderr

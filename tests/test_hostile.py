@@ -379,7 +379,8 @@ def big_corpus(tmp_path_factory):
 
 def test_ctrl_c_during_training(tmp_path, big_corpus):
     out, took, alive = _interrupt(
-        tmp_path, f"bpe_cffi.train_bpe({str(big_corpus)!r}, 5000, num_workers=2, pattern={REGEX_GPT2!r})")
+        tmp_path,
+        f"bpe_cffi.train_bpe({str(big_corpus)!r}, 5000, num_workers=2, pattern={REGEX_GPT2!r})")
     assert "KeyboardInterrupt" in out and "finished" not in out
     assert took < 10
     assert not alive, "worker processes outlived the interrupted parent"

@@ -48,7 +48,7 @@ def tiktoken_enc(trained):
                              mergeable_ranks=ranks, special_tokens={EOT: 256 + len(merges)})
 
 
-# ---- the spec's examples ----------------------------------------------------------------------------------
+# ---- the spec's examples ----------------------------------------------------------------------
 
 def test_spec_worked_example():
     vocab = {0: b" ", 1: b"a", 2: b"c", 3: b"e", 4: b"h", 5: b"t", 6: b"th", 7: b" c", 8: b" a",
@@ -210,7 +210,7 @@ def test_encode_iterable_memory_is_bounded(tok, tmp_path):
     sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     path = tmp_path / "big.txt"
     with open(path, "w", encoding="utf-8") as f:
-        for _ in range(28_000_000 // len(sample.encode()) + 1):
+        for _ in range(8_000_000 // len(sample.encode()) + 1):
             f.write(sample)
     tracemalloc.start()
     n = 0
@@ -219,9 +219,61 @@ def test_encode_iterable_memory_is_bounded(tok, tmp_path):
             n += 1
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert n > 5_000_000
-    assert peak < 16 * 2**20, f"peak traced memory {peak / 2**20:.1f} MB"
+    assert n > 1_500_000
+    assert peak < 4 * 2**20, f"peak traced memory {peak / 2**20:.1f} MB"  # the text is 8 MB
 
+
+def _iterable_work(tokenizer, chunks) -> int:
+    """Characters encode_iterable hands to the edge search (joined texts, blocks searched):
+    a measure of its work that does not depend on the machine's speed."""
+    from bpe_cffi import chunking
+    work = 0
+    last_edge, safe_in = chunking.Edges.last_edge, chunking.Edges.safe_in
+
+    def counted_last_edge(self, text, start=0):
+        nonlocal work
+        work += len(text)
+        return last_edge(self, text, start)
+
+    def counted_safe_in(self, text, lo, hi, last=False):
+        nonlocal work
+        work += hi - lo
+        return safe_in(self, text, lo, hi, last)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chunking.Edges, "last_edge", counted_last_edge)
+        mp.setattr(chunking.Edges, "safe_in", counted_safe_in)
+        for _ in tokenizer.encode_iterable(chunks):
+            pass
+    return work
+
+
+@pytest.mark.parametrize("case", ["custom pattern by lines", "no whitespace in 4 KB chunks",
+                                  "long special by lines", "one character at a time"])
+def test_encode_iterable_work_is_linear(trained, case):
+    # Texts that offer few safe edges (no special token in them) once made encode_iterable
+    # search (and join) the whole text again for every chunk: 4x the input cost 7x the time.
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read().replace(EOT, "")
+    specials, pattern = [EOT], bpe_cffi.GPT2_PATTERN
+    if case == "custom pattern by lines":
+        pattern = r"\w+|[^\w\s]+|\s+"
+    elif case == "long special by lines":
+        specials = [EOT, "Z" * 100_000]
+    tokenizer = Tokenizer(*trained, special_tokens=specials, pattern=pattern)
+    work = []
+    for size in (250_000, 1_000_000):
+        if case == "no whitespace in 4 KB chunks":
+            text = sample.replace(" ", "").replace("\n", "")[:size]
+            chunks = [text[i:i + 4096] for i in range(0, size, 4096)]
+        elif case == "one character at a time":
+            text = sample[:size]
+            chunks = list(text)
+        else:
+            text = (sample * 2)[:size]
+            chunks = text.splitlines(keepends=True)
+        work.append(_iterable_work(tokenizer, chunks))
+        assert work[-1] <= 8 * size, (case, size, work[-1])
+    assert work[1] <= 6 * work[0], (case, work)
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_encode_file(tok, tmp_path, workers):

@@ -105,7 +105,8 @@ def test_counts_overflowing_int64_are_an_error():
 
 # ---- differential: whole pipeline on text --------------------------------------------------
 
-alphabet = st.sampled_from(list("aab  \n\t'sllé字🙂0١\u00a0\u3000\u2028<|>") + ["<|endoftext|>", "<s>"])
+alphabet = st.sampled_from(list("aab  \n\t'sllé字🙂0١\u00a0\u3000\u2028<|>")
+                           + ["<|endoftext|>", "<s>"])
 texts = st.lists(alphabet, max_size=80).map("".join)
 
 
