@@ -14,10 +14,11 @@ import numpy as np
 
 from . import __version__
 from .counting import count_words_arrays
-from .files import save
+from .files import FILES, save
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
+from .sources import refuse_overwriting, resolve_inputs
 from .tokenizer import Tokenizer
 from .training import check_vocab_size, train_from_arrays
 
@@ -57,6 +58,8 @@ def cmd_train(args) -> None:
         raise UsageError("give INPUT files (or globs), or --sample")
     specials = unique_specials(specials)
     check_vocab_size(args.vocab_size, len(specials))
+    inputs = resolve_inputs(inputs)
+    refuse_overwriting([os.path.join(args.out, name) for name in FILES], inputs)
     progress = not args.quiet
     _note_if_regex(args.pattern)
 
@@ -101,7 +104,12 @@ def _note_if_regex(pattern: str) -> None:
               "(slower, same result)", file=sys.stderr)
 
 
+def _tokenizer_files(directory: str) -> list[str]:
+    return [os.path.join(directory, name) for name in FILES]
+
+
 def cmd_encode(args) -> None:
+    refuse_overwriting([args.out], _tokenizer_files(args.tokenizer))  # encode_file: the input
     tok = Tokenizer.load(args.tokenizer)
     _note_if_regex(tok.pattern)
     t = time.perf_counter()
@@ -113,7 +121,13 @@ def cmd_encode(args) -> None:
 
 
 def cmd_decode(args) -> None:
+    if args.out:
+        refuse_overwriting([args.out], [args.ids] + _tokenizer_files(args.tokenizer))
     tok = Tokenizer.load(args.tokenizer)
+    with open(args.ids, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise ValueError(f"{args.ids}: not a .npy file (expected the ids written by "
+                             "bpe-cffi encode)")
     try:
         ids = np.load(args.ids, allow_pickle=False)
     except (ValueError, OSError) as e:

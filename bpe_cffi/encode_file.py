@@ -18,7 +18,7 @@ from .counting import resolve_workers
 from .files import atomic_write
 from .pool import process_pool, spill_directory
 from .progress import progress_bar
-from .sources import check_input_file, read_range
+from .sources import check_input_file, read_range, refuse_overwriting
 
 
 def encode_file(tokenizer, input_path, output_path, *, num_workers: int | None = None,
@@ -26,13 +26,14 @@ def encode_file(tokenizer, input_path, output_path, *, num_workers: int | None =
     """Writes the ids of a UTF-8 file to output_path as a 1-D .npy (uint16 when every id fits,
     else uint32); returns the number of ids."""
     path = check_input_file(input_path)
+    output_path = os.fspath(output_path)
+    refuse_overwriting([output_path], [path])
     workers = resolve_workers(num_workers)
     size = os.path.getsize(path)
     edges = Edges(tokenizer.specials.encoded, tokenizer.pretokenizer.edges)
     ranges = plan_file(path, edges, chunk_target(size, workers))
     dtype = np.dtype(tokenizer.dtype)
     total = 0
-    output_path = os.fspath(output_path)
     with atomic_write(output_path, "wb") as f, \
             progress_bar(progress, total=size, unit="B", unit_scale=True, desc="encode") as bar:
         f.write(_npy_header(dtype, 0))  # rewritten with the real length at the end

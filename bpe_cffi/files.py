@@ -13,7 +13,8 @@ import base64
 import binascii
 import json
 import os
-import tempfile
+import secrets
+import stat
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
@@ -54,10 +55,20 @@ def str_to_token(s: str, where: str) -> bytes:
 
 @contextmanager
 def atomic_write(path: str, mode: str = "w") -> Iterator:
-    """Writes path whole or not at all: a temporary file in the same directory, then rename."""
+    """Writes path whole or not at all: a temporary file in the same directory, then rename.
+    The file gets the permissions the user's umask gives a new file (as open() would), not a
+    temporary file's private 0600."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"cannot write {path!r}: no such directory {directory!r}")
+    while True:
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                         0o666)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
             yield f
@@ -72,6 +83,15 @@ def atomic_write(path: str, mode: str = "w") -> Iterator:
         raise
 
 
+def check_regular_file(path: str, what: str) -> str:
+    """path, if it is a regular file (a symlink to one is fine); a device, FIFO or directory
+    raises ValueError naming it and what was expected (reading /dev/zero never ends)."""
+    st = os.stat(path)  # FileNotFoundError names the path
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path}: not a regular file (expected {what})")
+    return path
+
+
 def save_gpt2(vocab: Vocab, merges: Merges, vocab_path: str, merges_path: str) -> None:
     with atomic_write(vocab_path) as f:
         json.dump({token_to_str(t): i for i, t in sorted(vocab.items())}, f, ensure_ascii=False,
@@ -84,7 +104,8 @@ def save_gpt2(vocab: Vocab, merges: Merges, vocab_path: str, merges_path: str) -
 
 def load_gpt2(vocab_path: str, merges_path: str) -> tuple[Vocab, Merges]:
     """Reads GPT-2 files; a malformed file raises ValueError naming the file and line."""
-    vocab_path, merges_path = os.fspath(vocab_path), os.fspath(merges_path)
+    vocab_path = check_regular_file(os.fspath(vocab_path), "a GPT-2 vocab.json")
+    merges_path = check_regular_file(os.fspath(merges_path), "a GPT-2 merges.txt")
     with open(vocab_path, encoding="utf-8") as f:
         try:
             raw = json.load(f)
@@ -163,7 +184,7 @@ def _hf_pattern(pre: dict | None, path: str) -> str:
 
 def load_hf(path) -> tuple[Vocab, Merges, list[str], str]:
     """Reads a tokenizer.json: (vocab, merges, special tokens, pattern)."""
-    path = os.fspath(path)
+    path = check_regular_file(os.fspath(path), "a Hugging Face tokenizer.json")
     with open(path, encoding="utf-8") as f:
         try:
             doc = json.load(f)
@@ -202,7 +223,7 @@ def save_tiktoken(vocab: Vocab, path: str, special_tokens: Iterable[str] = ()) -
 
 
 def load_tiktoken(path) -> Vocab:
-    path = os.fspath(path)
+    path = check_regular_file(os.fspath(path), "a tiktoken rank file")
     vocab: Vocab = {}
     with open(path, encoding="ascii", errors="strict") as f:
         try:
@@ -285,7 +306,7 @@ def save_counts(counts, path) -> None:
 def load_counts(path) -> dict[bytes, int]:
     """Reads a file written by save_counts."""
     import numpy as np
-    path = os.fspath(path)
+    path = check_regular_file(os.fspath(path), "a word-count .npz written by save_counts")
     try:
         with np.load(path, allow_pickle=False) as z:
             if "bpe_cffi word counts 1" not in z["format"].tolist():

@@ -68,6 +68,19 @@ def check_input_file(path) -> str:
     return path
 
 
+def refuse_overwriting(outputs: Iterable[str], inputs: Iterable[str]) -> None:
+    """Raises ValueError, before any work starts, if an output is the same file as an input
+    (symlinks and hard links included): writing it would destroy the input."""
+    inputs = [p for p in map(os.fspath, inputs) if not is_url(p) and os.path.exists(p)]
+    for out in map(os.fspath, outputs):
+        if not os.path.exists(out):
+            continue
+        for p in inputs:
+            if os.path.samefile(out, p):
+                raise ValueError(f"the output {out!r} is the input {p!r}: refusing to overwrite "
+                                 "it; choose another output path")
+
+
 def resolve_inputs(paths: PathsLike) -> list[str]:
     """One path, a list of paths, or glob patterns -> the list of files, in a stable order."""
     items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)

@@ -75,8 +75,13 @@ def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
     vocab_size = check_vocab_size(vocab_size, len(specials))
     blob, offsets, values = arrays
     n_wanted = vocab_size - 256 - len(specials)
+    # Each merge leaves one symbol fewer in the distinct words, so they cannot give more merges
+    # than their bytes less the number of words that are not empty: the arrays are sized by
+    # that, not by what was asked (vocab_size=2**40 asks for terabytes).
+    n_possible = len(blob) - int(np.count_nonzero(np.diff(offsets)))
     t = time.perf_counter()
-    left, right = _run_merges(blob, offsets, values, n_wanted, bucket_limit, progress)
+    left, right = _run_merges(blob, offsets, values, min(n_wanted, n_possible), bucket_limit,
+                              progress)
     t_merged = time.perf_counter()
 
     vocab: Vocab = {i: bytes([i]) for i in range(256)}

@@ -175,3 +175,84 @@ def test_failed_save_leaves_previous_files_whole(saved, trained, monkeypatch):
         bpe_cffi.save({i: bytes([i]) for i in range(256)}, [], saved, [])
     assert (saved / "tokenizer.json").read_bytes() == before["tokenizer.json"]
     assert not [n for n in os.listdir(saved) if n.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_get_the_umask_permissions(trained, tmp_path, umask):
+    # Written files were once private (0600) whatever the umask: a tokenizer shared on a
+    # cluster was unreadable by the rest of the team.
+    old = os.umask(umask)
+    try:
+        paths = bpe_cffi.save(*trained, tmp_path / "tok", [EOT])
+        ids = tmp_path / "ids.npy"
+        Tokenizer(*trained, [EOT]).encode_file(bpe_cffi.sample_path(), ids, num_workers=1)
+    finally:
+        os.umask(old)
+    for p in paths + [str(ids)]:
+        assert os.stat(p).st_mode & 0o777 == 0o666 & ~umask, p
+
+
+def test_missing_output_directory_is_named(trained, tmp_path):
+    tok = Tokenizer(*trained, [EOT])
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        tok.encode_file(bpe_cffi.sample_path(), tmp_path / "nowhere" / "ids.npy")
+
+
+# ---- outputs never overwrite inputs -------------------------------------------------------
+
+@pytest.mark.parametrize("link", ["same", "symlink", "hard link"])
+def test_encode_file_refuses_its_input_as_output(trained, tmp_path, link):
+    # encode_file("in.txt", "in.txt") once replaced the corpus with the ids and returned.
+    src = tmp_path / "in.txt"
+    src.write_text(TEXT * 100, encoding="utf-8")
+    out = src
+    if link == "symlink":
+        out = tmp_path / "link.txt"
+        os.symlink(src, out)
+    elif link == "hard link":
+        out = tmp_path / "hard.txt"
+        os.link(src, out)
+    with pytest.raises(ValueError, match="refusing to overwrite"):
+        Tokenizer(*trained, [EOT]).encode_file(src, out)
+    assert src.read_text(encoding="utf-8") == TEXT * 100
+
+
+def test_cli_refuses_to_overwrite_inputs(saved, tmp_path):
+    from bpe_cffi.cli import main
+    corpus = tmp_path / "merges.txt"  # a corpus that train --out would overwrite
+    corpus.write_text(TEXT * 100, encoding="utf-8")
+    assert main(["encode", str(corpus), "--tokenizer", str(saved), "--out", str(corpus)]) == 1
+    assert main(["train", str(corpus), "--vocab-size", "300", "--out", str(tmp_path),
+                 "--quiet"]) == 1
+    ids = tmp_path / "ids.npy"
+    assert main(["encode", str(corpus), "--tokenizer", str(saved), "--out", str(ids),
+                 "--quiet"]) == 0
+    before = ids.read_bytes()
+    assert main(["decode", str(ids), "--tokenizer", str(saved), "--out", str(ids)]) == 1
+    assert main(["encode", str(corpus), "--tokenizer", str(saved),
+                 "--out", str(saved / "vocab.json")]) == 1
+    assert corpus.read_text(encoding="utf-8") == TEXT * 100
+    assert ids.read_bytes() == before
+    assert Tokenizer.load(saved).encode(TEXT)
+
+
+# ---- devices and other files that are not regular ------------------------------------------
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+@pytest.mark.parametrize("name", ["tokenizer.json", "vocab.json", "merges.txt",
+                                  "tokenizer.tiktoken"])
+def test_tokenizer_files_must_be_regular(saved, name):
+    # A tokenizer file linked to /dev/zero was read until the kernel killed the process.
+    for other in files.FILES:
+        if other != name and (name != "merges.txt" or other != "vocab.json"):
+            os.unlink(saved / other)
+    os.unlink(saved / name)
+    os.symlink("/dev/zero", saved / name)
+    with pytest.raises(ValueError, match=f"{name}: not a regular file"):
+        Tokenizer.load(saved)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+def test_counts_file_must_be_regular():
+    with pytest.raises(ValueError, match="/dev/zero: not a regular file"):
+        bpe_cffi.load_counts("/dev/zero")

@@ -107,6 +107,17 @@ def test_vocab_larger_than_corpus_warns(tmp_path):
     assert len(merges) == 2 and vocab[258] == EOT.encode()
 
 
+@pytest.mark.parametrize("vocab_size", [2**32, 2**40])
+def test_huge_vocab_size_warns_instead_of_allocating(tmp_path, vocab_size):
+    # The merge arrays were sized by the request: 2**40 raised "Unable to allocate 4.00 TiB".
+    path = write(tmp_path, "ab ab ab cd")
+    with pytest.warns(UserWarning, match="ran out of pairs after 4 of"):
+        vocab, merges = bpe_cffi.train_bpe(path, vocab_size, [EOT])
+    assert len(merges) == 4  # ab, " ab", " c", " cd"
+    with pytest.warns(UserWarning, match="ran out of pairs"):
+        bpe_cffi.train_from_counts({b"ab": 3}, vocab_size)
+
+
 def test_directory_and_fifo_are_refused(tmp_path):
     with pytest.raises(IsADirectoryError):
         bpe_cffi.count_words(tmp_path)
