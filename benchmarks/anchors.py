@@ -1,12 +1,14 @@
-"""Trainers measured side by side: ours and the anchors, each as `train(path, vocab_size)`.
+"""Trainers measured side by side: ours and the anchors, each as
+`train(path, vocab_size, pattern)` where pattern is a name of bpe_cffi.PATTERNS.
 
-Every function trains GPT-2-pattern byte-level BPE with <|endoftext|> as the only special
-token. An anchor that is not installed raises ImportError (the benchmarks then skip it).
+Every function trains byte-level BPE with <|endoftext|> as the only special token. rustbpe and
+Hugging Face tokenizers take any pattern; gigabpe and gigatoken train with GPT-2's only, and
+raise ValueError for another. An anchor that is not installed raises ImportError (the
+benchmarks then skip it).
 """
 from __future__ import annotations
 
 EOT = "<|endoftext|>"
-GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
 def _documents(path: str, block: int = 1 << 22):
@@ -21,23 +23,36 @@ def _documents(path: str, block: int = 1 << 22):
         yield rest
 
 
-def train_bpe_cffi(path: str, vocab_size: int):
+def _only_gpt2(tool: str, pattern: str) -> None:
+    if pattern != "gpt2":
+        raise ValueError(f"{tool} trains with GPT-2's pattern only")
+
+
+def train_bpe_cffi(path: str, vocab_size: int, pattern: str = "gpt2"):
     import bpe_cffi
-    return bpe_cffi.train_bpe(path, vocab_size, [EOT])
+    return bpe_cffi.train_bpe(path, vocab_size, [EOT], pattern=pattern)
 
 
-def train_rustbpe(path: str, vocab_size: int):
+def train_rustbpe(path: str, vocab_size: int, pattern: str = "gpt2"):
     import rustbpe
+    from bpe_cffi import PATTERNS
     tok = rustbpe.Tokenizer()
     # rustbpe has no special tokens: leave room for one, as the others count it in vocab_size.
-    tok.train_from_iterator(_documents(path), vocab_size - 1, pattern=GPT2_PATTERN)
+    tok.train_from_iterator(_documents(path), vocab_size - 1, pattern=PATTERNS[pattern])
     return tok
 
 
-def train_hf_tokenizers(path: str, vocab_size: int):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_hf_tokenizers(path: str, vocab_size: int, pattern: str = "gpt2"):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from bpe_cffi.patterns import Pretokenizer
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf_pattern = Pretokenizer(pattern).family.hf_pattern
+    if hf_pattern is None:  # GPT-2's: ByteLevel's own regex
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(hf_pattern), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOT],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
@@ -46,18 +61,33 @@ def train_hf_tokenizers(path: str, vocab_size: int):
     return tok
 
 
-def train_bpeasy(path: str, vocab_size: int):
+def train_gigabpe(path: str, vocab_size: int, pattern: str = "gpt2"):
+    _only_gpt2("gigabpe", pattern)
+    import gigabpe
+    return gigabpe.train_bpe([path], vocab_size, special_tokens=[EOT])
+
+
+def train_gigatoken(path: str, vocab_size: int, pattern: str = "gpt2"):
+    _only_gpt2("gigatoken", pattern)
+    import gigatoken
+    return gigatoken.train_bpe(path, vocab_size, [EOT])
+
+
+def train_bpeasy(path: str, vocab_size: int, pattern: str = "gpt2"):
     import bpeasy
-    return bpeasy.train_bpe(_documents(path), GPT2_PATTERN, 128, vocab_size - 1)
+    from bpe_cffi import PATTERNS
+    return bpeasy.train_bpe(_documents(path), PATTERNS[pattern], 128, vocab_size - 1)
 
 
 TRAINERS = {
     "bpe_cffi": train_bpe_cffi,
     "rustbpe": train_rustbpe,
     "hf_tokenizers": train_hf_tokenizers,
+    "gigabpe": train_gigabpe,
+    "gigatoken": train_gigatoken,
     "bpeasy": train_bpeasy,
 }
 
 #: the module each trainer needs, for skipping the ones that are not installed
 MODULES = {"bpe_cffi": "bpe_cffi", "rustbpe": "rustbpe", "hf_tokenizers": "tokenizers",
-           "bpeasy": "bpeasy"}
+           "gigabpe": "gigabpe", "gigatoken": "gigatoken", "bpeasy": "bpeasy"}

@@ -1,4 +1,5 @@
 """Corpora for the benchmarks: shared/bench/realmix when present, else the packaged sample."""
+import functools
 import lzma
 import os
 import shutil
@@ -13,7 +14,7 @@ REALMIX_XZ = os.path.join(ROOT, "..", "shared", "bench", "realmix.txt.xz")
 CACHE = os.path.join(ROOT, ".benchmarks", "corpora")  # ignored by git
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def corpus() -> str:
     """Path of the benchmark corpus (realmix unpacked once into .benchmarks/, not committed)."""
     path = os.environ.get("BPE_BENCH_CORPUS")
@@ -31,7 +32,12 @@ def corpus() -> str:
     return bpe_cffi.sample_path()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def corpus_counts(corpus):
+    return _counts(corpus)
+
+
+@functools.lru_cache(maxsize=None)  # counted once for the whole run
+def _counts(corpus: str):
     import bpe_cffi
     return bpe_cffi.count_words(corpus, ["<|endoftext|>"])

@@ -3,7 +3,7 @@
 text (encode_common.fresh).
 
 The calls are interleaved: each round runs every row once, so a slow spell of the machine
-(this 2-core VM's speed swings by up to 40% from minute to minute) falls on all rows alike
+(a machine's speed can swing by up to 40% from minute to minute) falls on all rows alike
 instead of on whichever ran then. Besides the best time of each row, it prints the median over
 the rounds of tiktoken encode's time in that round divided by the row's: the ratio least
 moved by the machine's swings.

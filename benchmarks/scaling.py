@@ -31,7 +31,8 @@ def realmix() -> str:
     out = os.path.join(CACHE, "realmix.txt")
     if not os.path.exists(out):
         os.makedirs(CACHE, exist_ok=True)
-        with lzma.open(os.path.join(SHARED, "realmix.txt.xz")) as src, open(out + ".tmp", "wb") as dst:
+        with lzma.open(os.path.join(SHARED, "realmix.txt.xz")) as src, \
+                open(out + ".tmp", "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
         os.replace(out + ".tmp", out)
     return out

@@ -1,3 +1,4 @@
+import functools
 import multiprocessing
 import os
 
@@ -18,8 +19,13 @@ if os.environ.get("BPE_TEST_START_METHOD"):
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def real_text() -> str:
+    return _real_text()
+
+
+@functools.lru_cache(maxsize=None)  # made once for the whole run
+def _real_text() -> str:
     """Real text that ships with the repository, about 390 KB: many scripts, code and odd
     whitespace (tests/data/multilingual.txt), then Genesis and Exodus (the packaged sample),
     with the multilingual text again between every ten chapters."""
