@@ -40,6 +40,7 @@ def train_quiet(*args, **kwargs):
 
 # ---- hostile files -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_20mb_single_pretoken(tmp_path):
     path = write(tmp_path, b"a" * 20_000_000)
     assert bpe_cffi.count_words(path) == {b"a" * 20_000_000: 1}
@@ -49,6 +50,33 @@ def test_20mb_single_pretoken(tmp_path):
     assert vocab[256 + len(merges) - 1] == b"a" * 20_000_000
     tok = bpe_cffi.Tokenizer(vocab, merges)
     assert tok.encode("a" * 2_000_000) == reference_encode_runs(tok, 2_000_000)
+
+
+_LONG_WORD_MEMORY = textwrap.dedent("""
+    import os, resource, sys, tempfile
+    import bpe_cffi
+    path = os.path.join(tempfile.mkdtemp(), "runs.txt")
+    with open(path, "w") as f:
+        f.write(" ".join("a" * k for k in range(1, 300)) * 3)  # runs of a merge into tokens
+    tok = bpe_cffi.Tokenizer(*bpe_cffi.train_bpe(path, 400, []))
+    n = 5_000_000
+    text = "a" * n
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    ids = tok.encode_to_numpy(text)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    print(grown * 1024 / n)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB is Linux's")
+def test_long_pretoken_memory_per_byte():
+    # One pre-token of 5 MB: its BPE once took 40 bytes of peak memory per byte of text (64-bit
+    # links, 16-byte heap entries, a token array beside the output), 24 now; 1 for the str, 1
+    # for its UTF-8 and 4 for the output are the caller's.
+    out = subprocess.run([sys.executable, "-c", _LONG_WORD_MEMORY], capture_output=True,
+                         text=True, check=True).stdout
+    assert float(out) < 32, f"{float(out):.1f} bytes of peak memory per byte of text"
 
 
 def reference_encode_runs(tok, n):
