@@ -113,7 +113,8 @@ def cmd_encode(args) -> None:
     tok = Tokenizer.load(args.tokenizer)
     _note_if_regex(tok.pattern)
     t = time.perf_counter()
-    n = tok.encode_file(args.input, args.out, num_workers=args.workers, progress=not args.quiet)
+    n = tok.encode_file(args.input, args.out, num_workers=args.workers, progress=not args.quiet,
+                        allowed_special=set() if args.no_specials else "all")
     dt = time.perf_counter() - t
     size = os.path.getsize(args.input)
     print(f"encoded {size / 1e6:.1f} MB into {n:,} ids ({size / n if n else 0:.2f} bytes/id) "
@@ -196,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--tokenizer", required=True, metavar="DIR")
     e.add_argument("--out", required=True, metavar="IDS.npy")
     e.add_argument("--workers", type=int, default=None)
+    e.add_argument("--no-specials", action="store_true",
+                   help="encode special tokens' text as ordinary text, not as their ids")
     e.add_argument("--quiet", action="store_true")
     e.set_defaults(func=cmd_encode)
 

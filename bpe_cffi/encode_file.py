@@ -22,7 +22,7 @@ from .sources import check_input_file, read_range, refuse_overwriting
 
 
 def encode_file(tokenizer, input_path, output_path, *, num_workers: int | None = None,
-                progress: bool = False) -> int:
+                progress: bool = False, allowed_special="all") -> int:
     """Writes the ids of a UTF-8 file to output_path as a 1-D .npy (uint16 when every id fits,
     else uint32); returns the number of ids."""
     path = check_input_file(input_path)
@@ -30,7 +30,10 @@ def encode_file(tokenizer, input_path, output_path, *, num_workers: int | None =
     refuse_overwriting([output_path], [path])
     workers = resolve_workers(num_workers)
     size = os.path.getsize(path)
-    edges = Edges(tokenizer.specials.encoded, tokenizer.pretokenizer.edges)
+    specials = tokenizer._encoder_for(allowed_special).specials  # checks allowed_special
+    if not isinstance(allowed_special, str):
+        allowed_special = frozenset(allowed_special)
+    edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)
     ranges = plan_file(path, edges, chunk_target(size, workers))
     dtype = np.dtype(tokenizer.dtype)
     total = 0
@@ -39,14 +42,15 @@ def encode_file(tokenizer, input_path, output_path, *, num_workers: int | None =
         f.write(_npy_header(dtype, 0))  # rewritten with the real length at the end
         if workers == 1 or len(ranges) <= 1:
             for a, b in ranges:
-                ids = tokenizer.encode_to_numpy(read_range(path, a, b))
+                ids = tokenizer.encode_to_numpy(read_range(path, a, b),
+                                                allowed_special=allowed_special)
                 f.write(ids)  # its buffer, not a bytes copy of it
                 total += len(ids)
                 bar.update(b - a)
         else:
             with spill_directory(os.path.dirname(os.path.abspath(output_path))) as spill, \
                     process_pool(min(workers, len(ranges)), _init_worker, (tokenizer,)) as pool:
-                tasks = [(path, a, b, os.path.join(spill, str(k)))
+                tasks = [(path, a, b, os.path.join(spill, str(k)), allowed_special)
                          for k, (a, b) in enumerate(ranges)]
                 for part, n_ids, n_bytes in pool.imap(_encode_range, tasks):
                     with open(part, "rb") as ids:
@@ -71,8 +75,9 @@ def _init_worker(tokenizer) -> None:
 def _encode_range(task) -> tuple[str, int, int]:
     """What each worker runs: the ids of one byte range, written to a file in the output's
     dtype; returns (that file, its number of ids, the range's bytes)."""
-    path, start, end, part = task
-    ids = _worker_tokenizer.encode_to_numpy(read_range(path, start, end))
+    path, start, end, part, allowed_special = task
+    ids = _worker_tokenizer.encode_to_numpy(read_range(path, start, end),
+                                            allowed_special=allowed_special)
     ids.tofile(part)
     return part, len(ids), end - start
 

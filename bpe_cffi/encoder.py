@@ -7,6 +7,7 @@ itself picks how to encode (csrc/encode.c).
 """
 from __future__ import annotations
 
+import copy
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping, Sequence
@@ -49,6 +50,14 @@ class Encoder:
                                   _buf("int32_t[]", right), _buf("int32_t[]", merged),
                                   len(merges), n_ids, out), "bpe_encoder_new")
         self._c = ffi.gc(out[0], lib.bpe_encoder_free)
+
+    def with_specials(self, specials: SpecialTokens) -> "Encoder":
+        """This encoder (the same C encoder and threads) with other special tokens: those a
+        call allows; the others' text is encoded as ordinary text."""
+        other = copy.copy(self)
+        other.specials = specials
+        other._edges = Edges(specials.encoded, self.pretokenizer.edges)
+        return other
 
     # ---- one text ----
 

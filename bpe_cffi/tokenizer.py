@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from typing import Iterable, Iterator, Sequence
+from typing import AbstractSet, Iterable, Iterator, Sequence, Union
 
 import numpy as np
 
@@ -17,6 +17,10 @@ from .patterns import GPT2_PATTERN, pretokenizer
 from .specials import SpecialTokens, unique_specials
 
 _ITER_BATCH = 1 << 16  # characters encode_iterable gathers before it encodes up to an edge
+_SUBSETS_KEPT = 8  # encoders kept for allowed_special sets other than "all"
+
+#: allowed_special: "all" (every special token of the tokenizer) or a set of them
+AllowedSpecial = Union[str, AbstractSet[str]]
 
 
 class Tokenizer:
@@ -53,6 +57,7 @@ class Tokenizer:
                                 self.pretokenizer, self.specials,
                                 resolve_workers(num_threads, "num_threads"))
         self._decoder = Decoder(self.id_to_token, self.vocab_size)
+        self._subset_encoders: dict[frozenset, Encoder] = {}
 
     @property
     def pattern(self) -> str:
@@ -122,21 +127,28 @@ class Tokenizer:
         self.__init__(*state)
 
     # ---- encoding ----
+    #
+    # allowed_special has tiktoken's meaning: "all" (the default), or the set of special tokens
+    # that encode to their own id in this call; the text of the others is encoded as ordinary
+    # text. Unlike tiktoken's default, no special token raises an error.
 
-    def encode(self, text: str) -> list[int]:
+    def encode(self, text: str, *, allowed_special: AllowedSpecial = "all") -> list[int]:
         """The ids of text, special tokens included, as a list."""
-        return self._encoder.encode_list(_checked_str(text, "encode"))
+        return self._encoder_for(allowed_special).encode_list(_checked_str(text, "encode"))
 
-    def encode_to_numpy(self, text: str) -> np.ndarray:
+    def encode_to_numpy(self, text: str, *, allowed_special: AllowedSpecial = "all"
+                        ) -> np.ndarray:
         """encode as an array: uint16 when every id fits, else uint32."""
-        return self._encoder.encode(_checked_str(text, "encode_to_numpy"), self.dtype)
+        return self._encoder_for(allowed_special).encode(
+            _checked_str(text, "encode_to_numpy"), self.dtype)
 
-    def encode_batch(self, texts: Iterable[str]) -> list[list[int]]:
+    def encode_batch(self, texts: Iterable[str], *, allowed_special: AllowedSpecial = "all"
+                     ) -> list[list[int]]:
         """[encode(t) for t in texts], in fewer calls: the texts are encoded together in C,
         each apart from the others, so the per-call cost is paid once and a unit that recurs
         across texts is encoded once."""
         texts = [_checked_str(t, "encode_batch") for t in texts]
-        ids, ends = self._encoder.encode_batch(texts)
+        ids, ends = self._encoder_for(allowed_special).encode_batch(texts)
         with _collector_paused():  # lists of ints hold no cycles for it to find
             flat, out, start = ids.tolist(), [], 0
             for end in ends.tolist():
@@ -144,7 +156,8 @@ class Tokenizer:
                 start = end
         return out
 
-    def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
+    def encode_iterable(self, iterable: Iterable[str], *,
+                        allowed_special: AllowedSpecial = "all") -> Iterator[int]:
         """Lazily yields encode("".join(iterable)). Text is gathered until there is a batch,
         then encoded up to its last safe edge (chunking.py); the rest waits for more text.
         Linear in the input whatever its chunking: each character is searched for edges
@@ -152,7 +165,8 @@ class Tokenizer:
         doubled. Holds the text since the last edge plus one batch; with a pattern split by
         the regex module and no special tokens there is no edge, and the text is held until
         the end."""
-        edges = Edges(self.specials.encoded, self.pretokenizer.edges, str)
+        encoder = self._encoder_for(allowed_special)
+        edges = Edges(encoder.specials.encoded, self.pretokenizer.edges, str)
         pending: list[str] = []  # text not encoded yet, in order
         size = 0  # its length
         searched = 0  # pending text before this offset holds no safe edge
@@ -165,22 +179,46 @@ class Tokenizer:
             text = "".join(pending)
             cut = edges.last_edge(text, searched)
             if cut > 0:
-                yield from self.encode(text[:cut])
+                yield from encoder.encode_list(text[:cut])
                 text = text[cut:]
             # edges within the longest special token of the end may still change
             searched = max(0, len(text) - edges.behind - 1)
             next_try = max(len(text) + _ITER_BATCH, 2 * len(text) if cut == 0 else 0)
             pending, size = [text], len(text)
-        yield from self.encode("".join(pending))
+        yield from encoder.encode_list("".join(pending))
 
     def encode_file(self, input_path, output_path, *, num_workers: int | None = None,
-                    progress: bool = False) -> int:
+                    progress: bool = False, allowed_special: AllowedSpecial = "all") -> int:
         """Encodes a whole UTF-8 file into a flat .npy of ids (uint16 when they fit, else
         uint32), in input order, written atomically, on num_workers processes (None: one per
         core). Returns the number of ids."""
         from .encode_file import encode_file
         return encode_file(self, input_path, output_path, num_workers=num_workers,
-                           progress=progress)
+                           progress=progress, allowed_special=allowed_special)
+
+    def _encoder_for(self, allowed_special: AllowedSpecial) -> Encoder:
+        """The encoder with the special tokens a call allows (see above)."""
+        if isinstance(allowed_special, str):
+            if allowed_special != "all":
+                raise ValueError(f'allowed_special must be "all" or a set of special tokens, '
+                                 f"not {allowed_special!r}")
+            return self._encoder
+        allowed = frozenset(allowed_special)
+        unknown = allowed.difference(self.special_tokens)
+        if unknown:
+            raise ValueError(f"allowed_special names {sorted(unknown)!r}, which are not "
+                             f"special tokens of this tokenizer ({self.special_tokens!r})")
+        if len(allowed) == len(self.special_tokens):
+            return self._encoder
+        encoder = self._subset_encoders.get(allowed)
+        if encoder is None:
+            kept = [s for s in self.special_tokens if s in allowed]
+            ids = {s: self.special_ids[s] for s in kept}
+            encoder = self._encoder.with_specials(SpecialTokens(kept, ids))
+            if len(self._subset_encoders) >= _SUBSETS_KEPT:
+                self._subset_encoders.clear()
+            self._subset_encoders[allowed] = encoder
+        return encoder
 
     # ---- decoding ----
 

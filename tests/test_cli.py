@@ -83,3 +83,15 @@ def test_closed_pipe_is_quiet(tmp_path):
     proc = subprocess.run(command, shell=True, capture_output=True, text=True)
     assert proc.stdout == open(bpe_cffi.sample_path(), encoding="utf-8").read()[:10]
     assert "Traceback" not in proc.stderr and "error" not in proc.stderr
+
+
+def test_encode_no_specials(tmp_path):
+    out = tmp_path / "tok"
+    assert main(["train", "--sample", "--vocab-size", "600", "--out", str(out), "--quiet"]) == 0
+    ids = tmp_path / "ids.npy"
+    assert main(["encode", "--tokenizer", str(out), bpe_cffi.sample_path(), "--out", str(ids),
+                 "--no-specials", "--quiet"]) == 0
+    tok = bpe_cffi.Tokenizer.load(out)
+    text = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    assert np.load(ids).tolist() == tok.encode(text, allowed_special=set())
+    assert tok.special_ids["<|endoftext|>"] not in np.load(ids).tolist()

@@ -131,7 +131,7 @@ def test_matches_hf_tokenizers(trained, tmp_path):
 
 def test_long_pretoken_uses_heap_path(tok, trained):
     # Pre-tokens over 128 bytes take the heap path in C: compare with the reference.
-    for text in ["a" * 5000, "ab" * 3000, "the" * 2000, "字" * 700, "x" * 129]:
+    for text in ["a" * 1500, "ab" * 700, "the" * 500, "字" * 300, "x" * 129, "ab" * 65]:
         assert tok.encode(text) == reference.encode(text, *trained, [EOT])
 
 
@@ -206,6 +206,7 @@ def test_encode_iterable_over_file_lines(tok, tmp_path):
         assert list(tok.encode_iterable(chunks)) == tok.encode(text), size
 
 
+@pytest.mark.slow
 def test_encode_iterable_memory_is_bounded(tok, tmp_path):
     sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     path = tmp_path / "big.txt"
@@ -577,3 +578,60 @@ def test_random_merges_match_reference(data):
     texts = words + [bytes(t).decode() for t in tokens[4:]]
     assert Tokenizer(vocab, merges).encode_batch(texts) == \
         [reference.encode(t, vocab, merges) for t in texts]
+
+
+# ---- allowed_special ---------------------------------------------------------------------
+
+SECOND = "<|fim|>"
+
+
+@pytest.fixture(scope="module")
+def two_specials(trained):
+    return Tokenizer(*trained, special_tokens=[EOT, SECOND])
+
+
+def _tiktoken_of(tok):
+    import tiktoken
+    ranks = {tok.id_to_token[i]: i for i in range(256 + len(tok.merges))}
+    return tiktoken.Encoding("test", pat_str=tok.pattern, mergeable_ranks=ranks,
+                             special_tokens=tok.special_ids)
+
+
+@pytest.mark.parametrize("allowed", ["all", set(), {EOT}, {SECOND}, frozenset([EOT, SECOND])])
+@given(text=st.lists(st.sampled_from(["a", " the", EOT, SECOND, "<|", "fim", "|>", "\n", "é"]),
+                     max_size=30).map("".join))
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_allowed_special_as_tiktoken(two_specials, allowed, text):
+    # A special token outside allowed_special is encoded as ordinary text, as tiktoken does
+    # with disallowed_special=().
+    want = _tiktoken_of(two_specials).encode(text, allowed_special=allowed,
+                                             disallowed_special=())
+    tok = two_specials
+    assert tok.encode(text, allowed_special=allowed) == want
+    assert tok.encode_to_numpy(text, allowed_special=allowed).tolist() == want
+    assert tok.encode_batch([text, "x"], allowed_special=allowed)[0] == want
+    assert list(tok.encode_iterable(iter(text), allowed_special=allowed)) == want
+
+
+@pytest.mark.slow
+def test_allowed_special_in_long_texts_and_files(two_specials, tmp_path):
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    text = (sample + SECOND) * 6  # over 2 MB: cut for threads, and for processes in a file
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    want = _tiktoken_of(two_specials).encode(text, allowed_special={SECOND},
+                                             disallowed_special=())
+    assert two_specials.encode(text, allowed_special={SECOND}) == want
+    out = tmp_path / "ids.npy"
+    for workers in (1, 2):
+        two_specials.encode_file(path, out, num_workers=workers, allowed_special={SECOND})
+        assert np.load(out).tolist() == want
+    assert list(two_specials.encode_iterable(text.splitlines(keepends=True),
+                                             allowed_special={SECOND})) == want
+
+
+def test_allowed_special_refuses_unknown_tokens(two_specials):
+    with pytest.raises(ValueError, match="not special tokens"):
+        two_specials.encode("x", allowed_special={"<|nope|>"})
+    with pytest.raises(ValueError, match='"all" or a set'):
+        two_specials.encode("x", allowed_special="none")
