@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the C extension with AddressSanitizer + UndefinedBehaviorSanitizer and runs the test
-# suite under it (the sanitizer runtimes preloaded into the interpreter). Any report fails the
-# run. The normal optimised build is restored afterwards.
+# suite under it (the sanitizer runtimes preloaded into the interpreter), less the tests marked
+# slow (large inputs, every code point: the same C paths as the rest, at several times the
+# cost under the sanitizers). Any report fails the run. The normal optimised build is restored
+# afterwards.
 #   usage: bash scripts/sanitize.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,4 +28,4 @@ LD_PRELOAD="$asan:$ubsan" \
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 PYTHONMALLOC=malloc HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-dev}" \
-    python -m pytest -q -p no:cacheprovider "$@"
+    python -m pytest -q -p no:cacheprovider -m "not slow" "$@"

@@ -79,6 +79,7 @@ def test_save_and_load_counts(client, corpus_files, tmp_path):
         bpe_cffi.load_counts(tmp_path / "bad.npz")
 
 
+@pytest.mark.slow
 def test_killed_worker_is_retried(client, tmp_path):
     sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     paths = []

@@ -60,6 +60,7 @@ def test_training_follows_the_reference(name, real_text, tmp_path):
     assert merges == reference.train_text(text, 256 + 1 + 120, [EOT], PATTERNS[name])[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_counts_equal_the_regex_path(name, workers, real_text, tmp_path):
@@ -80,6 +81,7 @@ def test_counts_equal_the_reference(name, tmp_path, text):
     assert got == reference.word_counts(text, [EOT], PATTERNS[name])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_real_text_ids_equal_tiktoken(name, trained, real_text):
     vocab, merges = trained[name]
@@ -106,6 +108,7 @@ def test_ids_equal_tiktoken_and_the_regex_path(name, trained, text):
     assert tok.encode_batch([text, text[::-1]])[0] == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_streams_and_threads_cut_safely(name, trained, real_text):
     # Over 2 MB a text is cut on the family's safe edges for threads; encode_iterable cuts the

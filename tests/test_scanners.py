@@ -99,6 +99,7 @@ def test_c_split_equals_regex_on_real_text(pattern, real_text):
     assert c_split(pattern, real_text) == regex.findall(pattern, real_text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", list(PATTERNS.values()))  # the published forms: slow
 def test_c_split_on_each_code_point_between_letters(pattern):
     # Every code point, alone and between the characters a pattern treats apart.
@@ -166,6 +167,7 @@ def test_units_are_cut_as_documented(pattern, text):
 EDGES = [p for b in (0, 64, 128) for p in range(max(b - 5, 0), b + 5)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", FAMILIES)
 def test_unit_edges_across_blocks(pattern):
     wide = [c for c in ODD if len(c.encode("utf-8")) > 1] + ["\U0001F642\u3000", "\r\n"]
