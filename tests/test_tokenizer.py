@@ -656,3 +656,19 @@ def test_memory_kept_between_calls_is_bounded(trained):
     for _ in range(15):
         tok.encode_batch(docs), tok.encode_to_numpy("".join(docs))
     assert _rss_mb() - settled < 16, f"{_rss_mb() - settled:.1f} MB more after 15 calls"
+
+
+@given(texts=st.lists(st.lists(st.sampled_from(["a", " the", EOT, "\n", "é", "字", "  "]),
+                               max_size=20).map("".join), max_size=12))
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_encode_batch_to_numpy_equals_encode_batch(tok, texts):
+    ids, offsets = tok.encode_batch_to_numpy(texts)
+    assert ids.dtype == tok.dtype and offsets.dtype == np.int64
+    assert len(offsets) == len(texts) + 1 and offsets[0] == 0 and offsets[-1] == len(ids)
+    assert [ids[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == tok.encode_batch(texts)
+
+
+def test_encode_batch_to_numpy_on_threads(tok):
+    docs = open(bpe_cffi.sample_path(), encoding="utf-8").read().split(EOT) * 8  # 3 MB: runs
+    ids, offsets = tok.encode_batch_to_numpy(docs)
+    assert [ids[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == tok.encode_batch(docs)
