@@ -141,26 +141,7 @@ class Encoder:
         """encode_batch for a run of texts, in one C call: a text's pieces are those between
         its specials, and its last piece ends it."""
         encoded = [t.encode("utf-8") for t in texts]  # lone surrogates raise here
-        data = b"".join(encoded)
-        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
-        text_end = np.cumsum(lengths)
-        if not self.specials.in_bytes(data):  # one piece a text, no special
-            pieces = (text_end - lengths, text_end, np.full(len(encoded), -1, np.int32))
-            last_piece = np.arange(len(encoded))
-        else:  # a special seen across two texts lands here too, and is found in neither
-            starts, ends, then_id, last_piece = [], [], [], []
-            for b, offset in zip(encoded, (text_end - lengths).tolist()):
-                found = self.specials.pieces(b)
-                if found is None:
-                    starts.append([offset]), ends.append([offset + len(b)])
-                    then_id.append([-1])
-                else:
-                    starts.append(np.asarray(found[0], np.int64) + offset)
-                    ends.append(np.asarray(found[1], np.int64) + offset)
-                    then_id.append(np.asarray(found[2], np.int32))
-                last_piece.append(len(then_id[-1]))
-            pieces = (np.concatenate(starts), np.concatenate(ends), np.concatenate(then_id))
-            last_piece = np.cumsum(last_piece) - 1
+        data, pieces, last_piece = self.specials.document_pieces(encoded)
         del encoded
         ids, piece_ends = self._call(data, pieces, want_ends=True)
         return self._checked(ids, data), piece_ends[last_piece]

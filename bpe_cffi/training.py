@@ -96,10 +96,13 @@ def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
     return vocab, merges, n_wanted
 
 
-def _warn_if_short(vocab: Vocab, merges: Merges, n_wanted: int, vocab_size: int) -> None:
+def _warn_if_short(vocab: Vocab, merges: Merges, n_wanted: int, vocab_size: int,
+                   stacklevel: int = 3) -> None:
+    """Warns (pointing at the user's call, stacklevel frames up) if merges ran out."""
     if len(merges) < n_wanted:
         warnings.warn(f"the corpus ran out of pairs after {len(merges)} of {n_wanted} merges: "
-                      f"the vocabulary has {len(vocab)} tokens, not {vocab_size}", stacklevel=3)
+                      f"the vocabulary has {len(vocab)} tokens, not {vocab_size}",
+                      stacklevel=stacklevel)
 
 
 def train_from_counts(counts: Mapping[bytes, int], vocab_size: int,
@@ -139,6 +142,30 @@ def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[s
     arrays, stats = count_words_arrays(input_path, specials, pattern=pattern,
                                        num_workers=num_workers, client=client,
                                        progress=progress)
+    return _learn_and_report(arrays, stats, vocab_size, specials, progress)
+
+
+def train_from_iterator(texts: Iterable[str], vocab_size: int,
+                        special_tokens: Iterable[str] = (), *, pattern: str = GPT2_PATTERN,
+                        num_workers: int | None = None, progress: bool = False
+                        ) -> tuple[Vocab, Merges]:
+    """train_bpe for documents from an iterator (a list, a generator, a Hugging Face datasets
+    column): each item is one document, so no pair crosses two items, and special tokens in
+    an item still cut it. The same merges as train_bpe on a file of the same documents joined
+    by a special token. The iterator is read once, in batches, on num_workers processes (None:
+    one per core); memory is bounded by the batches in flight, not by the corpus."""
+    from .iterator_counting import count_iterator
+    specials = unique_specials(special_tokens)
+    check_vocab_size(vocab_size, len(specials))  # before the long part
+    total, stats = count_iterator(texts, specials, pattern=pattern, num_workers=num_workers,
+                                  progress=progress)
+    arrays = total.export()
+    total.release()
+    return _learn_and_report(arrays, stats, vocab_size, specials, progress)
+
+
+def _learn_and_report(arrays, stats, vocab_size: int, specials: list[str],
+                      progress: bool) -> tuple[Vocab, Merges]:
     timing: dict = {}
     vocab, merges, n_wanted = _learn(arrays, vocab_size, specials, progress, 0, timing)
     if progress:
@@ -146,5 +173,5 @@ def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[s
               f"{timing['merge']:.2f} s, output "
               f"{timing['output']:.2f} s ({len(arrays[2]):,} distinct pre-tokens)",
               file=sys.stderr)
-    _warn_if_short(vocab, merges, n_wanted, vocab_size)
+    _warn_if_short(vocab, merges, n_wanted, vocab_size, stacklevel=4)
     return vocab, merges

@@ -462,7 +462,7 @@ def test_pool_results_are_small_enough_to_send_whole(tmp_path):
     vocab, merges = bpe_cffi.train_bpe(path, 280, [EOT])
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
     encode_file._init_worker(bpe_cffi.Tokenizer(vocab, merges, [EOT]))
-    result = encode_file._encode_range((str(path), 0, size, str(tmp_path / "ids")))
+    result = encode_file._encode_range((str(path), 0, size, str(tmp_path / "ids"), "all"))
     assert len(pickle.dumps(result)) < 512
     assert np.fromfile(result[0], "<u2").tolist() == tok.encode(text)
     assert result[1:] == (len(tok.encode(text)), size)

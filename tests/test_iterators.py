@@ -1,0 +1,92 @@
+"""Training and counting from an iterator of documents: each item one document, the same
+merges as train_bpe on a file of the documents joined by a special token, any number of
+workers and batches, and a generator read once."""
+from __future__ import annotations
+
+import warnings
+
+import datasets
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpe_cffi
+from bpe_cffi import iterator_counting
+
+EOT = "<|endoftext|>"
+docs_strategy = st.lists(
+    st.lists(st.sampled_from(["a", "ab", " the", "\n", "\r\n", "  ", "é", "字", "12345", "'s",
+                              "<s>", EOT, "\u00a0", "!"]), max_size=15).map("".join),
+    max_size=12)
+
+
+@pytest.fixture()
+def small_batches(monkeypatch):
+    monkeypatch.setattr(iterator_counting, "BATCH_CHARS", 50)  # many batches, many workers
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k", r"\w+|\W+"])
+@given(docs=docs_strategy)
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_iterator_equals_file_of_joined_documents(tmp_path, small_batches, pattern, docs):
+    path = tmp_path / "joined.txt"
+    path.write_bytes(EOT.join(docs).encode("utf-8"))
+    want_counts = bpe_cffi.count_words(path, [EOT, "<s>"], pattern=pattern, num_workers=1)
+    assert bpe_cffi.count_words_from_iterator(docs, [EOT, "<s>"], pattern=pattern,
+                                              num_workers=1) == want_counts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small texts run out of pairs: both alike
+        want = bpe_cffi.train_bpe(path, 300, [EOT, "<s>"], pattern=pattern, num_workers=1)
+        got = bpe_cffi.train_from_iterator(iter(docs), 300, [EOT, "<s>"], pattern=pattern,
+                                           num_workers=1)
+    assert got == want
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_workers_and_batches_change_nothing(small_batches, real_text, workers):
+    docs = real_text.split(EOT)[:200]
+    want = bpe_cffi.count_words_from_iterator(docs, [EOT], num_workers=1)
+    assert bpe_cffi.count_words_from_iterator(iter(docs), [EOT], num_workers=workers) == want
+
+
+def test_no_pre_token_joins_two_documents():
+    assert bpe_cffi.count_words_from_iterator(["ab", "cd", "ab"]) == {b"ab": 2, b"cd": 1}
+    with pytest.warns(UserWarning, match="ran out of pairs after 2 of 3") as caught:
+        vocab, merges = bpe_cffi.train_from_iterator(["ab", "cd"] * 3, 259)
+    assert merges == [(b"c", b"d"), (b"a", b"b")]  # a tie: the greater pair first; never (b, c)
+    assert caught[0].filename == __file__  # the warning points at the caller
+
+
+def test_generator_list_and_datasets_column_agree(real_text):
+    docs = real_text.split(EOT)[:100]
+    consumed = []
+
+    def generate():
+        for d in docs:
+            consumed.append(d)
+            yield d
+
+    column = datasets.Dataset.from_dict({"text": docs})["text"]
+    want = bpe_cffi.train_from_iterator(docs, 800, [EOT])
+    assert bpe_cffi.train_from_iterator(generate(), 800, [EOT]) == want
+    assert consumed == docs  # read once, in order
+    assert bpe_cffi.train_from_iterator(column, 800, [EOT]) == want
+
+
+def test_bad_items_are_refused():
+    with pytest.raises(TypeError, match="document 1 of the iterator is bytes"):
+        bpe_cffi.count_words_from_iterator(["ok", b"bytes"])
+    with pytest.raises(TypeError, match="not a single str"):
+        bpe_cffi.train_from_iterator("just one string", 300)
+    with pytest.raises(ValueError, match="too small"):
+        bpe_cffi.train_from_iterator(["x"], 10)
+    with pytest.raises(UnicodeEncodeError):
+        bpe_cffi.count_words_from_iterator(["lone \ud800 surrogate"])
+
+
+def test_pool_results_are_small(tmp_path, real_text):
+    # Pool.terminate hangs on a half-sent large result (bpe_cffi/pool.py): counts come back
+    # through a spill file, and only its path through the pipe.
+    import pickle
+    docs = real_text.split(EOT)[:50]
+    result = iterator_counting._count_batch((docs, "gpt2", (EOT,), str(tmp_path / "counts")))
+    assert len(pickle.dumps(result)) < 512
