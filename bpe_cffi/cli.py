@@ -109,16 +109,19 @@ def _tokenizer_files(directory: str) -> list[str]:
 
 
 def cmd_encode(args) -> None:
-    refuse_overwriting([args.out], _tokenizer_files(args.tokenizer))  # encode_file: the input
+    refuse_overwriting([args.out], _tokenizer_files(args.tokenizer))  # encode_file: the inputs
     tok = Tokenizer.load(args.tokenizer)
     _note_if_regex(tok.pattern)
+    inputs = resolve_inputs(args.inputs)
+    separator = None if args.no_separator else args.separator or "default"
     t = time.perf_counter()
-    n = tok.encode_file(args.input, args.out, num_workers=args.workers, progress=not args.quiet,
-                        allowed_special=set() if args.no_specials else "all")
+    n = tok.encode_file(inputs, args.out, num_workers=args.workers, progress=not args.quiet,
+                        allowed_special=set() if args.no_specials else "all",
+                        separator=separator)
     dt = time.perf_counter() - t
-    size = os.path.getsize(args.input)
-    print(f"encoded {size / 1e6:.1f} MB into {n:,} ids ({size / n if n else 0:.2f} bytes/id) "
-          f"in {dt:.2f} s -> {args.out}")
+    size = sum(os.path.getsize(p) for p in inputs)
+    print(f"encoded {size / 1e6:.1f} MB in {len(inputs)} file(s) into {n:,} ids "
+          f"({size / n if n else 0:.2f} bytes/id) in {dt:.2f} s -> {args.out}")
 
 
 def cmd_decode(args) -> None:
@@ -179,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train a tokenizer on text files")
     t.add_argument("inputs", nargs="*", metavar="INPUT", help="UTF-8 text files or globs")
     t.add_argument("--sample", action="store_true", help="train on the packaged sample corpus")
-    t.add_argument("--vocab-size", type=int, required=True)
+    t.add_argument("--vocab-size", type=int, required=True, metavar="N",
+                   help="tokens in all: the 256 bytes, the merges and the special tokens")
     t.add_argument("--special-token", action="append", metavar="S",
                    help="a special token (repeatable); --sample defaults to <|endoftext|>")
     t.add_argument("--pattern", default="gpt2",
@@ -192,24 +196,32 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_train)
 
-    e = sub.add_parser("encode", help="encode a text file into a .npy of ids")
-    e.add_argument("input", metavar="INPUT")
-    e.add_argument("--tokenizer", required=True, metavar="DIR")
-    e.add_argument("--out", required=True, metavar="IDS.npy")
-    e.add_argument("--workers", type=int, default=None)
+    e = sub.add_parser("encode", help="encode text files into one .npy of ids")
+    e.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="UTF-8 text files or globs, encoded in this order")
+    e.add_argument("--tokenizer", required=True, metavar="DIR",
+                   help="a directory written by train (or by bpe_cffi.save)")
+    e.add_argument("--out", required=True, metavar="IDS.npy", help="the .npy to write")
+    e.add_argument("--separator", metavar="S",
+                   help="text whose ids go between two files (default: <|endoftext|> when it "
+                        "is a special token of the tokenizer)")
+    e.add_argument("--no-separator", action="store_true", help="nothing between two files")
+    e.add_argument("--workers", type=int, default=None,
+                   help="processes (default: one per core)")
     e.add_argument("--no-specials", action="store_true",
                    help="encode special tokens' text as ordinary text, not as their ids")
-    e.add_argument("--quiet", action="store_true")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_encode)
 
     d = sub.add_parser("decode", help="decode a .npy of ids to text (stdout by default)")
-    d.add_argument("ids", metavar="IDS.npy")
-    d.add_argument("--tokenizer", required=True, metavar="DIR")
-    d.add_argument("--out", metavar="FILE")
+    d.add_argument("ids", metavar="IDS.npy", help="ids written by encode")
+    d.add_argument("--tokenizer", required=True, metavar="DIR",
+                   help="the tokenizer directory the ids were encoded with")
+    d.add_argument("--out", metavar="FILE", help="write the text here (default: stdout)")
     d.set_defaults(func=cmd_decode)
 
     i = sub.add_parser("info", help="describe a tokenizer directory")
-    i.add_argument("directory", metavar="DIR")
+    i.add_argument("directory", metavar="DIR", help="a directory written by train")
     i.set_defaults(func=cmd_info)
 
     s = sub.add_parser("sample-path", help="print the path of the packaged sample corpus")

@@ -199,14 +199,19 @@ class Tokenizer:
             pending, size = [text], len(text)
         yield from encoder.encode_list("".join(pending))
 
-    def encode_file(self, input_path, output_path, *, num_workers: int | None = None,
-                    progress: bool = False, allowed_special: AllowedSpecial = "all") -> int:
-        """Encodes a whole UTF-8 file into a flat .npy of ids (uint16 when they fit, else
-        uint32), in input order, written atomically, on num_workers processes (None: one per
-        core). Returns the number of ids."""
+    def encode_file(self, inputs, output_path, *, num_workers: int | None = None,
+                    progress: bool = False, allowed_special: AllowedSpecial = "all",
+                    separator: str | None = "default") -> int:
+        """Encodes UTF-8 files (a path, a list of paths or globs) into one flat .npy of ids
+        (uint16 when they fit, else uint32), in input order, written atomically, on
+        num_workers processes (None: one per core), in memory bounded by the chunks in
+        flight. Between two files go the separator's ids: "default" is <|endoftext|> when it
+        is a special token of this tokenizer (else nothing), None nothing. Returns the
+        number of ids."""
         from .encode_file import encode_file
-        return encode_file(self, input_path, output_path, num_workers=num_workers,
-                           progress=progress, allowed_special=allowed_special)
+        return encode_file(self, inputs, output_path, num_workers=num_workers,
+                           progress=progress, allowed_special=allowed_special,
+                           separator=separator)
 
     def _encoder_for(self, allowed_special: AllowedSpecial) -> Encoder:
         """The encoder with the special tokens a call allows (see above)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -256,3 +257,41 @@ def test_tokenizer_files_must_be_regular(saved, name):
 def test_counts_file_must_be_regular():
     with pytest.raises(ValueError, match="/dev/zero: not a regular file"):
         bpe_cffi.load_counts("/dev/zero")
+
+
+# ---- many files to one array ---------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_many_files_to_one_array(trained, tmp_path, workers):
+    texts = [TEXT * 3, "", "second file\n" * 2000, "🙂 last"]
+    paths = []
+    for k, text in enumerate(texts):
+        paths.append(tmp_path / f"part{k}.txt")
+        paths[-1].write_text(text, encoding="utf-8")
+    tok = Tokenizer(*trained, [EOT])
+    out = tmp_path / "ids.npy"
+    n = tok.encode_file(paths, out, num_workers=workers)
+    assert np.load(out).tolist() == tok.encode(EOT.join(texts)) and n == len(np.load(out))
+    tok.encode_file(str(tmp_path / "part*.txt"), out, num_workers=workers, separator=None)
+    assert np.load(out).tolist() == tok.encode("".join(texts))
+    tok.encode_file(paths, out, num_workers=workers, separator="\n\n", allowed_special=set())
+    assert np.load(out).tolist() == tok.encode("\n\n".join(texts), allowed_special=set())
+    no_eot = Tokenizer(*trained)  # no <|endoftext|> special: nothing between files by default
+    no_eot.encode_file(paths, out, num_workers=workers)
+    assert np.load(out).tolist() == no_eot.encode("".join(texts))
+
+
+def test_cli_encodes_many_files(saved, tmp_path):
+    from bpe_cffi.cli import main
+    for k in range(3):
+        (tmp_path / f"doc{k}.txt").write_text(f"document {k}\n" * 100, encoding="utf-8")
+    out = tmp_path / "ids.npy"
+    assert main(["encode", "--tokenizer", str(saved), str(tmp_path / "doc*.txt"), "--out",
+                 str(out), "--quiet"]) == 0
+    tok = Tokenizer.load(saved)
+    want = EOT.join(f"document {k}\n" * 100 for k in range(3))
+    assert np.load(out).tolist() == tok.encode(want)
+    assert main(["encode", "--tokenizer", str(saved), str(tmp_path / "doc0.txt"),
+                 str(tmp_path / "doc1.txt"), "--out", str(out), "--no-separator",
+                 "--quiet"]) == 0
+    assert np.load(out).tolist() == tok.encode("document 0\n" * 100 + "document 1\n" * 100)
