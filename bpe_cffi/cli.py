@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -40,7 +41,16 @@ def _peak_rss_mb() -> float | None:
 
 
 def _show(token: bytes) -> str:
-    return repr(token.decode("utf-8", errors="backslashreplace"))
+    """A token as a quoted str, or as bytes (b'\\xe3\\x83') if it is not whole UTF-8."""
+    try:
+        return repr(token.decode("utf-8"))
+    except UnicodeDecodeError:
+        return repr(token)
+
+
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings on the command line: one line, without Python's source location."""
+    print(f"bpe-cffi: warning: {message}", file=sys.stderr)
 
 
 def _longest(tokens, n: int = 5) -> str:
@@ -233,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        args.func(args)
+        with warnings.catch_warnings():  # restores showwarning afterwards
+            warnings.showwarning = _warn_in_one_line
+            args.func(args)
     except UsageError as e:
         parser.error(str(e))  # prints usage and exits 2
     except KeyboardInterrupt:

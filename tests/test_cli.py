@@ -95,3 +95,18 @@ def test_encode_no_specials(tmp_path):
     text = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     assert np.load(ids).tolist() == tok.encode(text, allowed_special=set())
     assert tok.special_ids["<|endoftext|>"] not in np.load(ids).tolist()
+
+
+def test_warning_is_one_line_and_tokens_show_once_escaped(tmp_path, capsys):
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text("ab ab ab ウ", encoding="utf-8")
+    out = tmp_path / "tok"
+    assert main(["train", str(corpus), "--vocab-size", "300", "--out", str(out),
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("bpe-cffi: warning: the corpus ran out of pairs") and \
+        err.count("\n") == 1, err
+    assert main(["info", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert r"b'\xe3\x82'" in shown or r"b'\xe3'" in shown  # a part of ウ, escaped once
+    assert r"\\x" not in shown
