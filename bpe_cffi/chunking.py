@@ -13,7 +13,7 @@ the regex module has no edges of the second kind: its text is cut at special tok
 """
 from __future__ import annotations
 
-from typing import AnyStr, Sequence
+from typing import AnyStr, Iterable, Iterator, Sequence
 
 import regex
 
@@ -130,6 +130,42 @@ class Edges:
             cuts.append(edge)
         cuts.append(size)
         return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+STREAM_BATCH = 1 << 16  # characters cut_stream gathers before it looks for an edge
+
+
+def cut_stream(chunks: Iterable[str], edges: Edges, what: str = "the stream"
+               ) -> Iterator[str]:
+    """A stream of str chunks as pieces cut at safe edges, so that pre-tokenizing each piece
+    apart gives the pre-tokens of the whole. Text is gathered until there is a batch, then cut
+    at its last safe edge; the rest waits for more text. Linear in the input whatever its
+    chunking: each character is searched for edges about once, and when a batch has no edge
+    the next try waits until the text has doubled. Holds the text since the last edge plus
+    one batch; with no edge at all (a pattern split by the regex module and no special
+    tokens), the whole stream."""
+    pending: list[str] = []  # text not cut yet, in order
+    size = 0  # its length
+    searched = 0  # pending text before this offset holds no safe edge
+    next_try = STREAM_BATCH  # the size at which to look for an edge again
+    for chunk in chunks:
+        if not isinstance(chunk, str):
+            raise TypeError(f"{what} must give str, not {type(chunk).__name__}")
+        pending.append(chunk)
+        size += len(chunk)
+        if size < next_try:
+            continue
+        text = "".join(pending)
+        cut = edges.last_edge(text, searched)
+        if cut > 0:
+            yield text[:cut]
+            text = text[cut:]
+        # edges within the longest special token of the end may still change
+        searched = max(0, len(text) - edges.behind - 1)
+        next_try = max(len(text) + STREAM_BATCH, 2 * len(text) if cut == 0 else 0)
+        pending, size = [text], len(text)
+    if size:
+        yield "".join(pending)
 
 
 def chunk_target(size: int, num_workers: int) -> int:

@@ -24,6 +24,9 @@ from .tokenizer import Tokenizer
 from .training import check_vocab_size, train_from_arrays
 
 
+_FORMATS = "UTF-8 text, .jsonl, .parquet, .gz or .zst compressed text or JSON lines"
+
+
 class UsageError(Exception):
     """A problem with the command line itself: exit status 2."""
 
@@ -83,7 +86,7 @@ def cmd_train(args) -> None:
     try:
         arrays, stats = count_words_arrays(inputs, specials, pattern=args.pattern,
                                            num_workers=args.workers, client=client,
-                                           progress=progress)
+                                           progress=progress, text_field=args.text_field)
     finally:
         if client is not None:
             client.close()
@@ -127,11 +130,11 @@ def cmd_encode(args) -> None:
     t = time.perf_counter()
     n = tok.encode_file(inputs, args.out, num_workers=args.workers, progress=not args.quiet,
                         allowed_special=set() if args.no_specials else "all",
-                        separator=separator)
+                        separator=separator, text_field=args.text_field)
     dt = time.perf_counter() - t
-    size = sum(os.path.getsize(p) for p in inputs)
-    print(f"encoded {size / 1e6:.1f} MB in {len(inputs)} file(s) into {n:,} ids "
-          f"({size / n if n else 0:.2f} bytes/id) in {dt:.2f} s -> {args.out}")
+    size = sum(os.path.getsize(p) for p in inputs if os.path.isfile(p))  # as stored
+    print(f"encoded {len(inputs)} input(s) ({size / 1e6:.1f} MB on disk) into {n:,} ids "
+          f"in {dt:.2f} s -> {args.out}")
 
 
 def cmd_decode(args) -> None:
@@ -190,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a tokenizer on text files")
-    t.add_argument("inputs", nargs="*", metavar="INPUT", help="UTF-8 text files or globs")
+    t.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help=f"corpus files or globs ({_FORMATS}); - reads standard input")
     t.add_argument("--sample", action="store_true", help="train on the packaged sample corpus")
     t.add_argument("--vocab-size", type=int, required=True, metavar="N",
                    help="tokens in all: the 256 bytes, the merges and the special tokens")
@@ -203,19 +207,27 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, metavar="DIR", help="where to write the tokenizer")
     t.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="count on this Dask cluster instead of local processes")
+    t.add_argument("--text-field", default="text", metavar="NAME",
+                   help="the field of a JSON line or Parquet record that holds its text "
+                        "(default: text)")
     t.add_argument("--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_train)
 
     e = sub.add_parser("encode", help="encode text files into one .npy of ids")
     e.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="UTF-8 text files or globs, encoded in this order")
+                   help=f"corpus files or globs ({_FORMATS}), encoded in this order; - reads "
+                        "standard input")
     e.add_argument("--tokenizer", required=True, metavar="DIR",
                    help="a directory written by train (or by bpe_cffi.save)")
     e.add_argument("--out", required=True, metavar="IDS.npy", help="the .npy to write")
     e.add_argument("--separator", metavar="S",
-                   help="text whose ids go between two files (default: <|endoftext|> when it "
+                   help="text whose ids go between two documents (default: <|endoftext|> when it "
                         "is a special token of the tokenizer)")
-    e.add_argument("--no-separator", action="store_true", help="nothing between two files")
+    e.add_argument("--no-separator", action="store_true",
+                   help="nothing between two documents")
+    e.add_argument("--text-field", default="text", metavar="NAME",
+                   help="the field of a JSON line or Parquet record that holds its text "
+                        "(default: text)")
     e.add_argument("--workers", type=int, default=None,
                    help="processes (default: one per core)")
     e.add_argument("--no-specials", action="store_true",

@@ -13,6 +13,7 @@ from typing import Iterable
 
 from .chunking import Edges, chunk_target, plan_file
 from .counter import Arrays, WordCounter
+from .documents import documents, kind_of
 from .patterns import GPT2_PATTERN, pretokenizer
 from .pool import process_pool, spill_directory, take_spilled_arrays
 from .progress import progress_bar
@@ -54,15 +55,18 @@ class CountStats:
 
 def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
                 pattern: str = GPT2_PATTERN, num_workers: int | None = None, client=None,
-                progress: bool = False) -> dict[bytes, int]:
-    """Counts the pre-tokens of UTF-8 text files (docs/spec.md): {pre-token bytes: count}.
+                progress: bool = False, text_field: str = "text") -> dict[bytes, int]:
+    """Counts the pre-tokens of UTF-8 corpus files (docs/spec.md): {pre-token bytes: count}.
 
-    input_path: a path, a list of paths, or a glob (fsspec URLs too). Special tokens cut the
-    text and are not counted. pattern: a regex, or a family's name (bpe_cffi.PATTERNS).
-    client: a dask.distributed Client to count on a cluster instead of a local pool. The
+    input_path: a path, a list of paths, or a glob (fsspec URLs too); plain text, or by
+    extension .jsonl, .parquet, and .gz / .zst compressed text or JSON lines, whose records
+    are documents with their text in text_field (documents.py). Special tokens cut the text
+    and are not counted. pattern: a regex, or a family's name (bpe_cffi.PATTERNS). client: a
+    dask.distributed Client to count plain text on a cluster instead of a local pool. The
     result depends on neither num_workers nor client.
     """
-    total, _ = _count(input_path, special_tokens, pattern, num_workers, client, progress)
+    total, _ = _count(input_path, special_tokens, pattern, num_workers, client, progress,
+                      text_field)
     counts = total.to_dict()
     total.release()
     return counts
@@ -70,20 +74,56 @@ def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
 
 def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
                        pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-                       client=None, progress: bool = False) -> tuple[Arrays, CountStats]:
+                       client=None, progress: bool = False, text_field: str = "text"
+                       ) -> tuple[Arrays, CountStats]:
     """count_words as flat arrays (words back to back, offsets, counts), and where the time
     went. The workers' counts are merged in C, so no Python dict of the corpus is built."""
-    total, stats = _count(input_path, special_tokens, pattern, num_workers, client, progress)
+    total, stats = _count(input_path, special_tokens, pattern, num_workers, client, progress,
+                          text_field)
     result = total.export()
     total.release()
     return result, stats
 
 
 def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
-           num_workers: int | None, client, progress: bool) -> tuple[WordCounter, CountStats]:
-    """The word counts in a C counter, and where the time went."""
+           num_workers: int | None, client, progress: bool,
+           text_field: str = "text") -> tuple[WordCounter, CountStats]:
+    """The word counts in a C counter, and where the time went: plain text files in byte
+    ranges on the pool (or Dask), then the other formats' documents (_count_documents)."""
+    all_paths = resolve_inputs(input_path)
+    paths = [p for p in all_paths if kind_of(p) == "text"]
+    total, stats = _count_text(paths, special_tokens, pattern, num_workers, client, progress)
+    if len(paths) < len(all_paths):
+        _count_documents([p for p in all_paths if kind_of(p) != "text"], special_tokens,
+                         pattern, num_workers, progress, text_field, total, stats)
+    return total, stats
+
+
+def _count_documents(paths: list[str], special_tokens: Iterable[str], pattern: str,
+                     num_workers: int | None, progress: bool, text_field: str,
+                     total: WordCounter, stats: CountStats) -> None:
+    """Adds the counts of files read as documents (documents.py) to total and stats."""
+    from .iterator_counting import count_iterator  # it builds on this module
+    specials = tuple(unique_specials(special_tokens))
+    edges = Edges([s.encode("utf-8") for s in specials], pretokenizer(pattern).edges, str)
+    docs = (d for p in paths for d in documents(p, text_field, edges))
+    more, more_stats = count_iterator(docs, specials, pattern=pattern,
+                                      num_workers=num_workers, progress=progress)
+    arrays = more.export()
+    more.release()
+    total.add(*arrays)
+    stats.n_files += len(paths)
+    stats.n_bytes += more_stats.n_bytes
+    stats.pretokenize_s += more_stats.pretokenize_s
+    stats.combine_s += more_stats.combine_s
+    stats.wall_s += more_stats.wall_s
+
+
+def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,
+                num_workers: int | None, client, progress: bool
+                ) -> tuple[WordCounter, CountStats]:
+    """The word counts of plain text files in a C counter, and where the time went."""
     t_start = time.perf_counter()
-    paths = resolve_inputs(input_path)
     specials = tuple(unique_specials(special_tokens))
     pretok = pretokenizer(pattern)  # a bad pattern fails here; forked workers inherit it
     workers = resolve_workers(num_workers)
@@ -98,7 +138,7 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
     stats = CountStats()
     stats.n_files = len(paths)
     stats.pretokenizer = pretok.name
-    if client is not None:  # the same tasks, run by Dask
+    if client is not None and tasks:  # the same tasks, run by Dask
         from .dask_executor import count_on_dask
         result, stats.bytes_sent = count_on_dask(client, tasks)
         total = WordCounter()

@@ -8,6 +8,8 @@ temporary file renamed over the output at the end.
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import shutil
 import struct
@@ -16,6 +18,7 @@ import numpy as np
 
 from .chunking import Edges, chunk_target, plan_file
 from .counting import resolve_workers
+from .documents import documents, kind_of
 from .files import atomic_write
 from .pool import process_pool, spill_directory
 from .progress import progress_bar
@@ -23,16 +26,20 @@ from .sources import check_input_file, read_range, refuse_overwriting, resolve_i
 
 
 DEFAULT_SEPARATOR = "<|endoftext|>"
+_DOCUMENT_BATCH_CHARS = 1 << 22  # characters of documents encoded in one call
 
 
 def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = None,
-                progress: bool = False, allowed_special="all", separator="default") -> int:
-    """Writes the ids of UTF-8 files to output_path as one 1-D .npy (uint16 when every id
-    fits, else uint32), in input order, with the separator's ids between two files; returns
-    the number of ids. inputs: a path, a list of paths or globs. separator: "default"
-    (<|endoftext|> when it is one of the tokenizer's special tokens, else none), a str, or
-    None. The ids are those of encoding the files' texts joined by the separator (encoded
-    with the same allowed_special) when the separator is an allowed special token."""
+                progress: bool = False, allowed_special="all", separator="default",
+                text_field: str = "text") -> int:
+    """Writes the ids of corpus files to output_path as one 1-D .npy (uint16 when every id
+    fits, else uint32), in input order, with the separator's ids between two documents;
+    returns the number of ids. inputs: a path, a list of paths or globs; a plain text file is
+    one document, a record of the other formats (documents.py) one document each.
+    separator: "default" (<|endoftext|> when it is one of the tokenizer's special tokens,
+    else none), a str, or None. The ids are those of encoding the documents' texts joined by
+    the separator (encoded with the same allowed_special) when the separator is an allowed
+    special token."""
     paths = [check_input_file(p) for p in resolve_inputs(inputs)]
     output_path = os.fspath(output_path)
     refuse_overwriting([output_path], paths)
@@ -41,50 +48,103 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     if not isinstance(allowed_special, str):
         allowed_special = frozenset(allowed_special)
     dtype = np.dtype(tokenizer.dtype)
-    between = np.array(_separator_ids(tokenizer, separator, allowed_special), dtype)
+    out = _IdsFile(dtype, _separator_ids(tokenizer, separator, allowed_special))
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)
-    sizes = [os.path.getsize(p) for p in paths]
-    target = chunk_target(sum(sizes), workers)
-    ranges = [(k, a, b) for k, p in enumerate(paths) for a, b in plan_file(p, edges, target)]
-    total = 0
-    file_done = 0  # files whose ids are written, and the separators after them
-    with atomic_write(output_path, "wb") as f, \
-            progress_bar(progress, total=sum(sizes), unit="B", unit_scale=True,
-                         desc="encode") as bar:
-        def separators_up_to(k: int) -> None:
-            """Writes the separators after each file before file k."""
-            nonlocal file_done, total
-            while file_done < k:
-                f.write(between)
-                total += len(between)
-                file_done += 1
+    plain = [p for p in paths if kind_of(p) == "text"]
+    target = chunk_target(sum(os.path.getsize(p) for p in plain), workers)
+    with atomic_write(output_path, "wb") as f, contextlib.ExitStack() as stack, \
+            progress_bar(progress, total=None, unit="B", unit_scale=True, desc="encode") as bar:
+        out.start(f)
+        pool = None
+        for path in paths:
+            if kind_of(path) != "text":
+                _encode_documents(tokenizer, path, text_field, allowed_special, specials, out,
+                                  bar)
+                continue
+            out.document()
+            ranges = plan_file(path, edges, target)
+            if workers == 1 or len(ranges) <= 1:
+                for a, b in ranges:
+                    out.write(tokenizer.encode_to_numpy(read_range(path, a, b),
+                                                        allowed_special=allowed_special))
+                    bar.update(b - a)
+                continue
+            if pool is None:
+                spill = stack.enter_context(
+                    spill_directory(os.path.dirname(os.path.abspath(output_path))))
+                pool = stack.enter_context(
+                    process_pool(workers, _init_worker, (tokenizer,)))
+            tasks = [(path, a, b, os.path.join(spill, str(k)), allowed_special)
+                     for k, (a, b) in enumerate(ranges)]
+            for part, n_ids, n_bytes in pool.imap(_encode_range, tasks):
+                out.copy_from(part, n_ids)
+                bar.update(n_bytes)
+        out.finish()
+    return out.total
 
-        f.write(_npy_header(dtype, 0))  # rewritten with the real length at the end
-        if workers == 1 or len(ranges) <= 1:
-            for k, a, b in ranges:
-                separators_up_to(k)
-                ids = tokenizer.encode_to_numpy(read_range(paths[k], a, b),
-                                                allowed_special=allowed_special)
-                f.write(ids)  # its buffer, not a bytes copy of it
-                total += len(ids)
-                bar.update(b - a)
-        else:
-            with spill_directory(os.path.dirname(os.path.abspath(output_path))) as spill, \
-                    process_pool(min(workers, len(ranges)), _init_worker, (tokenizer,)) as pool:
-                tasks = [(paths[k], a, b, os.path.join(spill, str(i)), allowed_special)
-                         for i, (k, a, b) in enumerate(ranges)]
-                for (k, _, _), (part, n_ids, n_bytes) in zip(ranges,
-                                                             pool.imap(_encode_range, tasks)):
-                    separators_up_to(k)
-                    with open(part, "rb") as ids:
-                        shutil.copyfileobj(ids, f, 1 << 20)
-                    os.unlink(part)
-                    total += n_ids
-                    bar.update(n_bytes)
-        separators_up_to(len(paths) - 1)
-        f.seek(0)
-        f.write(_npy_header(dtype, total))
-    return total
+
+class _IdsFile:
+    """The output .npy as it is written: a header rewritten with the length at the end, and
+    the separator's ids before every document but the first."""
+
+    def __init__(self, dtype: np.dtype, separator_ids: list[int]):
+        self.dtype = dtype
+        self.between = np.array(separator_ids, dtype)
+        self.total = self.documents = 0
+        self.f = None
+
+    def start(self, f) -> None:
+        self.f = f
+        f.write(_npy_header(self.dtype, 0))
+
+    def document(self) -> None:
+        """A new document begins."""
+        if self.documents:
+            self.write(self.between)
+        self.documents += 1
+
+    def write(self, ids: np.ndarray) -> None:
+        self.f.write(ids)  # its buffer, not a bytes copy of it
+        self.total += len(ids)
+
+    def copy_from(self, part: str, n_ids: int) -> None:
+        """Appends the ids a worker wrote to the file part, then deletes it."""
+        with open(part, "rb") as ids:
+            shutil.copyfileobj(ids, self.f, 1 << 20)
+        os.unlink(part)
+        self.total += n_ids
+
+    def finish(self) -> None:
+        self.f.seek(0)
+        self.f.write(_npy_header(self.dtype, self.total))
+
+
+def _encode_documents(tokenizer, path: str, text_field: str, allowed_special, specials,
+                      out: _IdsFile, bar) -> None:
+    """The documents of a file that is not plain text, encoded in batches on the
+    tokenizer's threads (encode_batch_to_numpy), each a document of out; a text stream
+    (compressed text, stdin) is one document."""
+    edges = Edges(specials.encoded, tokenizer.pretokenizer.edges, str)
+    stream = kind_of(path) == "stream"
+    if stream:
+        out.document()
+    batch: list[str] = []
+    size = 0
+    for doc in itertools.chain(documents(path, text_field, edges), [None]):
+        if doc is not None:
+            batch.append(doc)
+            size += len(doc)
+            if size < _DOCUMENT_BATCH_CHARS:
+                continue
+        if batch:
+            ids, offsets = tokenizer.encode_batch_to_numpy(batch,
+                                                           allowed_special=allowed_special)
+            for a, b in zip(offsets.tolist(), offsets[1:].tolist()):
+                if not stream:
+                    out.document()
+                out.write(ids[a:b])
+            bar.update(size)
+        batch, size = [], 0
 
 
 def _separator_ids(tokenizer, separator, allowed_special) -> list[int]:

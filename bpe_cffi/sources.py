@@ -54,9 +54,12 @@ def read_range(path: str, start: int, end: int) -> str:
     return decode_range(read_range_bytes(path, start, end), path, start)
 
 
+STDIN = "-"  # an input path that means standard input (a text stream)
+
+
 def check_input_file(path) -> str:
     path = os.fspath(path)
-    if is_url(path):
+    if is_url(path) or path == STDIN:
         return path
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such file: {path!r}")

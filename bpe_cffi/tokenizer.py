@@ -8,7 +8,7 @@ from typing import AbstractSet, Iterable, Iterator, Sequence, Union
 
 import numpy as np
 
-from .chunking import Edges
+from .chunking import Edges, cut_stream
 from .counting import resolve_workers
 from .decoder import Decoder
 from .encoder import Encoder
@@ -16,7 +16,6 @@ from .files import load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
 from .patterns import GPT2_PATTERN, pretokenizer
 from .specials import SpecialTokens, unique_specials
 
-_ITER_BATCH = 1 << 16  # characters encode_iterable gathers before it encodes up to an edge
 _SUBSETS_KEPT = 8  # encoders kept for allowed_special sets other than "all"
 
 #: allowed_special: "all" (every special token of the tokenizer) or a set of them
@@ -170,48 +169,31 @@ class Tokenizer:
 
     def encode_iterable(self, iterable: Iterable[str], *,
                         allowed_special: AllowedSpecial = "all") -> Iterator[int]:
-        """Lazily yields encode("".join(iterable)). Text is gathered until there is a batch,
-        then encoded up to its last safe edge (chunking.py); the rest waits for more text.
-        Linear in the input whatever its chunking: each character is searched for edges
-        about once, and when a batch has no edge the next try waits until the text has
-        doubled. Holds the text since the last edge plus one batch; with a pattern split by
-        the regex module and no special tokens there is no edge, and the text is held until
-        the end."""
+        """Lazily yields encode("".join(iterable)), encoding the stream in pieces cut at safe
+        edges (chunking.cut_stream): linear in the input whatever its chunking, holding the
+        text since the last safe edge plus a batch of 64 K characters (with a pattern split
+        by the regex module and no special tokens there is no edge, and the text is held
+        until the end)."""
         encoder = self._encoder_for(allowed_special)
         edges = Edges(encoder.specials.encoded, self.pretokenizer.edges, str)
-        pending: list[str] = []  # text not encoded yet, in order
-        size = 0  # its length
-        searched = 0  # pending text before this offset holds no safe edge
-        next_try = _ITER_BATCH  # the size at which to look for an edge again
-        for chunk in iterable:
-            pending.append(_checked_str(chunk, "encode_iterable"))
-            size += len(chunk)
-            if size < next_try:
-                continue
-            text = "".join(pending)
-            cut = edges.last_edge(text, searched)
-            if cut > 0:
-                yield from encoder.encode_list(text[:cut])
-                text = text[cut:]
-            # edges within the longest special token of the end may still change
-            searched = max(0, len(text) - edges.behind - 1)
-            next_try = max(len(text) + _ITER_BATCH, 2 * len(text) if cut == 0 else 0)
-            pending, size = [text], len(text)
-        yield from encoder.encode_list("".join(pending))
+        for piece in cut_stream(iterable, edges, "encode_iterable's iterable"):
+            yield from encoder.encode_list(piece)
 
     def encode_file(self, inputs, output_path, *, num_workers: int | None = None,
                     progress: bool = False, allowed_special: AllowedSpecial = "all",
-                    separator: str | None = "default") -> int:
-        """Encodes UTF-8 files (a path, a list of paths or globs) into one flat .npy of ids
-        (uint16 when they fit, else uint32), in input order, written atomically, on
-        num_workers processes (None: one per core), in memory bounded by the chunks in
-        flight. Between two files go the separator's ids: "default" is <|endoftext|> when it
-        is a special token of this tokenizer (else nothing), None nothing. Returns the
-        number of ids."""
+                    separator: str | None = "default", text_field: str = "text") -> int:
+        """Encodes corpus files (a path, a list of paths or globs; plain text, or .jsonl,
+        .parquet, .gz / .zst compressed text or JSON lines with each record's text in
+        text_field) into one flat .npy of ids (uint16 when they fit, else uint32), in input
+        order, written atomically, on num_workers processes (None: one per core), in memory
+        bounded by the chunks in flight. A plain file is one document, a record one
+        document; between two documents go the separator's ids: "default" is <|endoftext|>
+        when it is a special token of this tokenizer (else nothing), None nothing. Returns
+        the number of ids."""
         from .encode_file import encode_file
         return encode_file(self, inputs, output_path, num_workers=num_workers,
                            progress=progress, allowed_special=allowed_special,
-                           separator=separator)
+                           separator=separator, text_field=text_field)
 
     def _encoder_for(self, allowed_special: AllowedSpecial) -> Encoder:
         """The encoder with the special tokens a call allows (see above)."""

@@ -128,9 +128,10 @@ def train_from_arrays(arrays, vocab_size: int, special_tokens: Iterable[str] = (
 
 def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[str] = (), *,
               pattern: str = GPT2_PATTERN, num_workers: int | None = None, client=None,
-              progress: bool = False) -> tuple[Vocab, Merges]:
-    """Trains byte-level BPE on UTF-8 text files (docs/spec.md): a path, a list of paths or
-    a glob.
+              progress: bool = False, text_field: str = "text") -> tuple[Vocab, Merges]:
+    """Trains byte-level BPE on UTF-8 corpus files (docs/spec.md): a path, a list of paths or
+    a glob; plain text, .jsonl, .parquet, or .gz / .zst compressed text or JSON lines (see
+    count_words; records' text in text_field).
 
     Returns vocab {id: bytes} (bytes 0-255, then one token per merge, then the special tokens)
     and the merges in creation order. progress=True shows progress bars on a terminal and
@@ -141,7 +142,7 @@ def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[s
     check_vocab_size(vocab_size, len(specials))  # before the long part
     arrays, stats = count_words_arrays(input_path, specials, pattern=pattern,
                                        num_workers=num_workers, client=client,
-                                       progress=progress)
+                                       progress=progress, text_field=text_field)
     return _learn_and_report(arrays, stats, vocab_size, specials, progress)
 
 

@@ -1,0 +1,112 @@
+"""Corpus formats: JSON lines, Parquet, gzip and zstandard compressed text and JSON lines,
+standard input; files written by the real libraries. Each counts, trains and encodes like
+plain text holding the same documents joined by <|endoftext|>."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+import bpe_cffi
+from bpe_cffi import Tokenizer
+
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, real_text):
+    """The same documents in every format; "plain" joins them with <|endoftext|>."""
+    d = tmp_path_factory.mktemp("formats")
+    docs = real_text.split(EOT)
+    joined = EOT.join(docs)
+    lines = "".join(json.dumps({"text": t, "n": k}) + "\n" for k, t in enumerate(docs))
+    paths = {"plain": d / "plain.txt", "jsonl": d / "docs.jsonl",
+             "jsonl.gz": d / "docs.jsonl.gz", "jsonl.zst": d / "docs.jsonl.zst",
+             "txt.gz": d / "text.txt.gz", "txt.zst": d / "text.txt.zst",
+             "parquet": d / "docs.parquet"}
+    paths["plain"].write_text(joined, encoding="utf-8", newline="")
+    paths["jsonl"].write_text(lines, encoding="utf-8")
+    with gzip.open(paths["jsonl.gz"], "wt", encoding="utf-8") as f:
+        f.write(lines)
+    paths["jsonl.zst"].write_bytes(zstandard.ZstdCompressor().compress(lines.encode()))
+    with gzip.open(paths["txt.gz"], "wt", encoding="utf-8", newline="") as f:
+        f.write(joined)
+    paths["txt.zst"].write_bytes(zstandard.ZstdCompressor().compress(joined.encode()))
+    pq.write_table(pa.table({"id": list(range(len(docs))), "text": docs}), paths["parquet"],
+                   row_group_size=7)
+    return paths
+
+
+FORMATS = ["jsonl", "jsonl.gz", "jsonl.zst", "txt.gz", "txt.zst", "parquet"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("pattern", ["gpt2", "o200k", r"\w+|\W+"])
+def test_counts_and_merges_equal_plain_text(corpus, fmt, pattern):
+    want = bpe_cffi.count_words(corpus["plain"], [EOT], pattern=pattern)
+    assert bpe_cffi.count_words(corpus[fmt], [EOT], pattern=pattern) == want
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert bpe_cffi.train_bpe(corpus[fmt], 700, [EOT], pattern=pattern) == \
+            bpe_cffi.train_bpe(corpus["plain"], 700, [EOT], pattern=pattern)
+
+
+@pytest.fixture(scope="module")
+def tok(corpus):
+    return Tokenizer(*bpe_cffi.train_bpe(corpus["plain"], 1000, [EOT]), [EOT])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_encode_file_equals_plain_text(corpus, tok, tmp_path, fmt, workers):
+    out = tmp_path / "ids.npy"
+    want = tok.encode(corpus["plain"].read_bytes().decode("utf-8"))
+    tok.encode_file(corpus[fmt], out, num_workers=workers)
+    assert np.load(out).tolist() == want
+
+
+def test_mixed_inputs_in_order(corpus, tok, tmp_path):
+    out = tmp_path / "ids.npy"
+    tok.encode_file([corpus["parquet"], corpus["plain"], corpus["txt.gz"]], out)
+    text = corpus["plain"].read_bytes().decode("utf-8")
+    assert np.load(out).tolist() == tok.encode(EOT.join([text] * 3))
+    counts = bpe_cffi.count_words([corpus["plain"], corpus["jsonl"]], [EOT])
+    assert counts == {w: 2 * c for w, c in bpe_cffi.count_words(corpus["plain"], [EOT]).items()}
+
+
+def test_text_field_errors_name_the_file(corpus, tmp_path):
+    with pytest.raises(ValueError, match=r"docs.jsonl:1: the record has no text field 'body'"):
+        bpe_cffi.count_words(corpus["jsonl"], text_field="body")
+    with pytest.raises(ValueError, match=r"no column 'body' \(columns: id, text"):
+        bpe_cffi.count_words(corpus["parquet"], text_field="body")
+    assert bpe_cffi.count_words(corpus["jsonl"], [EOT], text_field="text")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "ok"}\n{"text": \n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid JSON"):
+        bpe_cffi.count_words(bad)
+    broken = tmp_path / "broken.txt.gz"
+    broken.write_bytes(b"not gzip at all")
+    with pytest.raises(ValueError, match="broken.txt.gz: cannot be read"):
+        bpe_cffi.count_words(broken)
+
+
+def test_cli_reads_standard_input(corpus, tmp_path):
+    text = corpus["plain"].read_bytes()
+    run = [sys.executable, "-m", "bpe_cffi"]
+    subprocess.run(run + ["train", "-", "--vocab-size", "600", "--special-token", EOT,
+                          "--out", str(tmp_path / "tok"), "--quiet"],
+                   input=text, check=True, capture_output=True)
+    tok = Tokenizer.load(tmp_path / "tok")
+    assert tok.merges == bpe_cffi.train_bpe(corpus["plain"], 600, [EOT])[1]
+    subprocess.run(run + ["encode", "--tokenizer", str(tmp_path / "tok"), "-", "--out",
+                          str(tmp_path / "ids.npy"), "--quiet"],
+                   input=text, check=True, capture_output=True)
+    assert np.load(tmp_path / "ids.npy").tolist() == tok.encode(text.decode("utf-8"))
