@@ -61,6 +61,7 @@ def _longest(tokens, n: int = 5) -> str:
 
 
 def cmd_train(args) -> None:
+    """bpe-cffi train: count, merge, save, and print a summary."""
     if args.sample:
         if args.inputs:
             raise UsageError("give INPUT files or --sample, not both")
@@ -122,6 +123,7 @@ def _tokenizer_files(directory: str) -> list[str]:
 
 
 def cmd_encode(args) -> None:
+    """bpe-cffi encode: corpus files to one .npy of ids."""
     refuse_overwriting([args.out], _tokenizer_files(args.tokenizer))  # encode_file: the inputs
     tok = Tokenizer.load(args.tokenizer)
     _note_if_regex(tok.pattern)
@@ -138,6 +140,7 @@ def cmd_encode(args) -> None:
 
 
 def cmd_decode(args) -> None:
+    """bpe-cffi decode: a .npy of ids back to text."""
     if args.out:
         refuse_overwriting([args.out], [args.ids] + _tokenizer_files(args.tokenizer))
     tok = Tokenizer.load(args.tokenizer)
@@ -163,6 +166,7 @@ def cmd_decode(args) -> None:
 
 
 def cmd_info(args) -> None:
+    """bpe-cffi info: what a tokenizer directory holds."""
     tok = Tokenizer.load(args.directory)
     merged = [tok.id_to_token[i] for i in tok.id_to_token
               if tok.id_to_token[i] not in {s.encode() for s in tok.special_tokens}]
@@ -184,10 +188,12 @@ def cmd_info(args) -> None:
 
 
 def cmd_sample_path(args) -> None:
+    """bpe-cffi sample-path: where the packaged sample corpus is."""
     print(sample_path())
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser, one subcommand per cmd_* function."""
     p = argparse.ArgumentParser(prog="bpe-cffi", description="Exact, fast byte-level BPE.")
     p.add_argument("--version", action="version", version=f"bpe-cffi {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -252,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs the command line; returns the exit status (0, 1 for an error, 130 on Ctrl-C)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -43,10 +43,13 @@ CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 
 def token_to_str(token: bytes) -> str:
+    """A token's bytes as GPT-2's printable characters (one per byte)."""
     return "".join(BYTE_TO_CHAR[b] for b in token)
 
 
 def str_to_token(s: str, where: str) -> bytes:
+    """GPT-2's printable characters back to bytes; a ValueError names `where` if one is not
+    a byte character."""
     try:
         return bytes(CHAR_TO_BYTE[c] for c in s)
     except KeyError as e:
@@ -93,6 +96,7 @@ def check_regular_file(path: str, what: str) -> str:
 
 
 def save_gpt2(vocab: Vocab, merges: Merges, vocab_path: str, merges_path: str) -> None:
+    """Writes GPT-2's vocab.json and merges.txt, each atomically."""
     with atomic_write(vocab_path) as f:
         json.dump({token_to_str(t): i for i, t in sorted(vocab.items())}, f, ensure_ascii=False,
                   indent=0)
@@ -215,6 +219,7 @@ def load_hf(path) -> tuple[Vocab, Merges, list[str], str]:
 # ---- tiktoken ------------------------------------------------------------------------------
 
 def save_tiktoken(vocab: Vocab, path: str, special_tokens: Iterable[str] = ()) -> None:
+    """Writes tiktoken's rank file (base64 token, rank), leaving out the special tokens."""
     specials = {s.encode("utf-8") for s in special_tokens}
     with atomic_write(path) as f:
         for i, t in sorted(vocab.items()):
@@ -223,6 +228,8 @@ def save_tiktoken(vocab: Vocab, path: str, special_tokens: Iterable[str] = ()) -
 
 
 def load_tiktoken(path) -> Vocab:
+    """Reads tiktoken's rank file: {rank: token bytes}; a bad line raises ValueError naming
+    the file and line."""
     path = check_regular_file(os.fspath(path), "a tiktoken rank file")
     vocab: Vocab = {}
     with open(path, encoding="ascii", errors="strict") as f:

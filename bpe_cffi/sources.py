@@ -11,6 +11,7 @@ PathsLike = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 
 
 def is_url(path: str) -> bool:
+    """Whether path is a URL for fsspec (s3://, file://, ...)."""
     return "://" in path
 
 
@@ -23,6 +24,7 @@ def open_binary(path: str):
 
 
 def file_size(path: str) -> int:
+    """The size in bytes of a local file or a URL's."""
     if is_url(path):
         import fsspec
         fs, p = fsspec.core.url_to_fs(path)
@@ -31,6 +33,7 @@ def file_size(path: str) -> int:
 
 
 def read_range_bytes(path: str, start: int, end: int) -> bytes:
+    """Bytes [start, end) of path; OSError if the file changed size while read."""
     with open_binary(path) as f:
         f.seek(start)
         data = f.read(end - start)
@@ -58,6 +61,7 @@ STDIN = "-"  # an input path that means standard input (a text stream)
 
 
 def check_input_file(path) -> str:
+    """path, if it is a URL, "-" (stdin) or a regular file; else the error that says why not."""
     path = os.fspath(path)
     if is_url(path) or path == STDIN:
         return path

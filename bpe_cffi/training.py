@@ -24,6 +24,7 @@ _MERGES_PER_CALL = 256  # merges per C call: progress and Ctrl-C are handled bet
 
 
 def check_vocab_size(vocab_size, n_specials: int) -> int:
+    """vocab_size as an int, if it holds the 256 bytes and the special tokens."""
     if isinstance(vocab_size, bool):
         raise TypeError("vocab_size must be an int, not bool")
     try:
