@@ -13,11 +13,11 @@ from typing import Iterable
 
 from .chunking import Edges, chunk_target, plan_file
 from .counter import Arrays, WordCounter
-from .documents import documents, kind_of
+from .documents import documents, kind_of, parts
 from .patterns import GPT2_PATTERN, pretokenizer
 from .pool import process_pool, spill_directory, take_spilled_arrays
 from .progress import progress_bar
-from .sources import PathsLike, file_size, resolve_inputs
+from .sources import STDIN, PathsLike, file_size, resolve_inputs
 from .specials import unique_specials
 from .tally import count_group, set_progress, tally_group
 
@@ -102,21 +102,33 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
 def _count_documents(paths: list[str], special_tokens: Iterable[str], pattern: str,
                      num_workers: int | None, progress: bool, text_field: str,
                      total: WordCounter, stats: CountStats) -> None:
-    """Adds the counts of files read as documents (documents.py) to total and stats."""
-    from .iterator_counting import count_iterator  # it builds on this module
-    specials = tuple(unique_specials(special_tokens))
-    edges = Edges([s.encode("utf-8") for s in specials], pretokenizer(pattern).edges, str)
-    docs = (d for p in paths for d in documents(p, text_field, edges))
-    more, more_stats = count_iterator(docs, specials, pattern=pattern,
-                                      num_workers=num_workers, progress=progress)
-    arrays = more.export()
-    more.release()
-    total.add(*arrays)
+    """Adds the counts of files read as documents (documents.py) to total and stats: their
+    parts on the pool when there are several parts and workers, else (and standard input
+    always) read here, with the batches counted as count_iterator does."""
+    from .iterator_counting import count_iterator, count_parts  # they build on this module
+    t = time.perf_counter()
+    workers = resolve_workers(num_workers)
+    files = [p for p in paths if p != STDIN]
+    target = chunk_target(sum(file_size(p) for p in files), workers)
+    file_parts = [part for p in files for part in parts(p, target)]
+    here = paths if workers == 1 or len(file_parts) <= 1 else [p for p in paths if p == STDIN]
+    if len(here) < len(paths):
+        count_parts(file_parts, text_field, special_tokens, pattern, workers, progress, total,
+                    stats)
+    if here:
+        specials = tuple(unique_specials(special_tokens))
+        edges = Edges([s.encode("utf-8") for s in specials], pretokenizer(pattern).edges, str)
+        docs = (d for p in here for d in documents(p, text_field, edges))
+        more, more_stats = count_iterator(docs, specials, pattern=pattern,
+                                          num_workers=num_workers, progress=progress)
+        arrays = more.export()
+        more.release()
+        total.add(*arrays)
+        stats.n_bytes += more_stats.n_bytes
+        stats.pretokenize_s += more_stats.pretokenize_s
+        stats.combine_s += more_stats.combine_s
     stats.n_files += len(paths)
-    stats.n_bytes += more_stats.n_bytes
-    stats.pretokenize_s += more_stats.pretokenize_s
-    stats.combine_s += more_stats.combine_s
-    stats.wall_s += more_stats.wall_s
+    stats.wall_s += time.perf_counter() - t
 
 
 def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,

@@ -6,8 +6,10 @@ ranges that processes read on their own (sources.py, chunking.py).
 A record of JSON lines or Parquet is one document, its text in `text_field`: no pre-token
 and no pair joins two records. Compressed text and standard input are one text stream, cut
 at safe edges (chunking.cut_stream) into pieces that count and encode like the whole. The
-pieces are read in the calling process, in bounded memory (a line, a Parquet batch, a
-stream block); pyarrow and zstandard are optional extras, named when missing.
+files are read in parts that processes read on their own where the format allows a cut
+(uncompressed JSON lines in byte ranges cut after a line break, Parquet by row groups), else
+whole; each in bounded memory (a range, a Parquet batch, a stream block). pyarrow and
+zstandard are optional extras, named when missing.
 """
 from __future__ import annotations
 
@@ -15,11 +17,12 @@ import contextlib
 import gzip
 import io
 import json
+import os
 import sys
 from typing import Iterator
 
 from .chunking import Edges, cut_stream
-from .sources import STDIN, check_input_file
+from .sources import STDIN, check_input_file, read_range_bytes
 
 _BLOCK = 1 << 20  # characters read at a time from a text stream
 _PARQUET_BATCH = 1024  # records read at a time from a Parquet file
@@ -41,17 +44,54 @@ def kind_of(path: str) -> str:
     return "text"
 
 
-def documents(path: str, text_field: str, edges: Edges) -> Iterator[str]:
-    """The documents of a file that is not plain text (see kind_of), in order; edges (for
-    str) cut a text stream."""
+# A part of a file that a process reads on its own: (path, start, end). Byte offsets for
+# uncompressed JSON lines (cut after a line break), row groups [start, end) for Parquet, and
+# (0, WHOLE) for a compressed file or standard input, which can only be read from the start.
+Part = tuple[str, int, int]
+WHOLE = -1
+
+
+def parts(path: str, target: int) -> list[Part]:
+    """The parts of a file that is not plain text: about `target` bytes each where the format
+    allows a cut (uncompressed JSON lines, Parquet row groups), else the whole file."""
     kind = kind_of(check_input_file(path))
+    if path == STDIN or kind == "stream" or not path.lower().endswith((".jsonl", ".parquet")):
+        return [(path, 0, WHOLE)]
     if kind == "parquet":
-        yield from _parquet_documents(path, text_field)
+        groups = _parquet_file(path).metadata.num_row_groups
+        return [(path, g, g + 1) for g in range(groups)]
+    return [(path, a, b) for a, b in _line_ranges(path, target)]
+
+
+def _line_ranges(path: str, target: int) -> list[tuple[int, int]]:
+    """Byte ranges of about target bytes, each ending just after a line break (or at the end)."""
+    size = os.path.getsize(path)
+    cuts = [0]
+    with open(path, "rb") as f:
+        while cuts[-1] + target < size:
+            f.seek(cuts[-1] + target)
+            f.readline()  # to the end of the line the target falls in
+            if f.tell() >= size:
+                break
+            cuts.append(f.tell())
+    cuts.append(size)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def documents(path: str, text_field: str, edges: Edges, part: Part | None = None
+              ) -> Iterator[str]:
+    """The documents of a file that is not plain text (see kind_of), or of one of its parts,
+    in order; edges (for str) cut a text stream."""
+    kind = kind_of(check_input_file(path))
+    start, end = (0, WHOLE) if part is None else part[1:]
+    if kind == "parquet":
+        yield from _parquet_documents(path, text_field, start, end)
         return
-    with _open_text(path) as f:
+    with _open_text(path, start, end) as f:
         try:
             if kind == "jsonl":
-                yield from _jsonl_documents(f, path, text_field)
+                where = path if start == 0 else f"{path} (from byte {start})"
+                yield from _jsonl_documents(f, where, text_field)
             else:
                 yield from cut_stream(iter(lambda: f.read(_BLOCK), ""), edges, path)
         except UnicodeDecodeError as e:
@@ -62,8 +102,12 @@ def documents(path: str, text_field: str, edges: Edges) -> Iterator[str]:
             raise ValueError(f"{path}: cannot be read as {kind_of(path)} ({e})") from None
 
 
-def _open_text(path: str):
-    """A text (UTF-8) reader of the file, decompressed by its extension; stdin for "-"."""
+def _open_text(path: str, start: int = 0, end: int = WHOLE):
+    """A text (UTF-8) reader of the file, decompressed by its extension; stdin for "-";
+    bytes [start, end) of an uncompressed file when end is not WHOLE."""
+    if end != WHOLE:
+        return io.TextIOWrapper(io.BytesIO(read_range_bytes(path, start, end)),
+                                encoding="utf-8", newline="")
     if path == STDIN:
         return _stdin_text()
     name = path.lower()
@@ -105,21 +149,29 @@ def _jsonl_documents(f, path: str, text_field: str) -> Iterator[str]:
         yield text
 
 
-def _parquet_documents(path: str, text_field: str) -> Iterator[str]:
+def _parquet_file(path: str):
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise ImportError(f"reading {path} needs pyarrow: pip install 'bpe_cffi[parquet]'") \
             from None
     try:
-        parquet = pq.ParquetFile(path)
+        return pq.ParquetFile(path)
     except Exception as e:  # pyarrow's errors have no common public base
         raise ValueError(f"{path}: not a Parquet file ({e})") from None
+
+
+def _parquet_documents(path: str, text_field: str, start: int = 0, end: int = WHOLE
+                       ) -> Iterator[str]:
+    """The text_field of each record of row groups [start, end) (WHOLE: all)."""
+    parquet = _parquet_file(path)
     if text_field not in parquet.schema_arrow.names:
         raise ValueError(f"{path}: no column {text_field!r} (columns: "
                          f"{', '.join(parquet.schema_arrow.names)}; choose one with "
                          "text_field= or --text-field)")
-    for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH, columns=[text_field]):
+    groups = range(parquet.metadata.num_row_groups)[start:None if end == WHOLE else end]
+    for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH, row_groups=list(groups),
+                                      columns=[text_field]):
         for text in batch.column(0).to_pylist():
             if not isinstance(text, str):
                 raise ValueError(f"{path}: column {text_field!r} holds {text!r}, not text")

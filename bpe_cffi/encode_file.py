@@ -18,11 +18,12 @@ import numpy as np
 
 from .chunking import Edges, chunk_target, plan_file
 from .counting import resolve_workers
-from .documents import documents, kind_of
+from .documents import documents, kind_of, parts
 from .files import atomic_write
-from .pool import process_pool, spill_directory
+from .iterator_counting import batches
+from .pool import process_pool, small_errors, spill_directory
 from .progress import progress_bar
-from .sources import check_input_file, read_range, refuse_overwriting, resolve_inputs
+from .sources import STDIN, check_input_file, read_range, refuse_overwriting, resolve_inputs
 
 
 DEFAULT_SEPARATOR = "<|endoftext|>"
@@ -50,37 +51,71 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     dtype = np.dtype(tokenizer.dtype)
     out = _IdsFile(dtype, _separator_ids(tokenizer, separator, allowed_special))
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)
-    plain = [p for p in paths if kind_of(p) == "text"]
-    target = chunk_target(sum(os.path.getsize(p) for p in plain), workers)
+    target = chunk_target(sum(os.path.getsize(p) for p in paths if p != STDIN), workers)
     with atomic_write(output_path, "wb") as f, contextlib.ExitStack() as stack, \
             progress_bar(progress, total=None, unit="B", unit_scale=True, desc="encode") as bar:
         out.start(f)
-        pool = None
-        for path in paths:
-            if kind_of(path) != "text":
-                _encode_documents(tokenizer, path, text_field, allowed_special, specials, out,
-                                  bar)
-                continue
-            out.document()
-            ranges = plan_file(path, edges, target)
-            if workers == 1 or len(ranges) <= 1:
-                for a, b in ranges:
-                    out.write(tokenizer.encode_to_numpy(read_range(path, a, b),
-                                                        allowed_special=allowed_special))
-                    bar.update(b - a)
-                continue
-            if pool is None:
-                spill = stack.enter_context(
-                    spill_directory(os.path.dirname(os.path.abspath(output_path))))
-                pool = stack.enter_context(
-                    process_pool(workers, _init_worker, (tokenizer,)))
-            tasks = [(path, a, b, os.path.join(spill, str(k)), allowed_special)
-                     for k, (a, b) in enumerate(ranges)]
-            for part, n_ids, n_bytes in pool.imap(_encode_range, tasks):
-                out.copy_from(part, n_ids)
-                bar.update(n_bytes)
+        if workers == 1:
+            for path in paths:
+                _encode_here(tokenizer, path, edges, target, text_field, allowed_special, out,
+                             bar)
+        else:
+            spill = stack.enter_context(
+                spill_directory(os.path.dirname(os.path.abspath(output_path))))
+            pool = stack.enter_context(process_pool(workers, _init_worker, (tokenizer,)))
+            # Runs of inputs between standard inputs (which only this process can read) go to
+            # the pool as one ordered list of jobs: every file's ranges or parts.
+            for is_stdin, run in itertools.groupby(paths, lambda p: p == STDIN):
+                run = list(run)
+                jobs = [] if is_stdin else _jobs(run, edges, target, text_field,
+                                                 allowed_special, out.between.tolist(), spill)
+                if len(jobs) <= 1:  # here, where a long text takes every thread
+                    for path in run:
+                        _encode_here(tokenizer, path, edges, target, text_field,
+                                     allowed_special, out, bar)
+                    continue
+                for job, (part, n_ids, n_docs, n_bytes) in zip(jobs, pool.imap(_encode_job,
+                                                                             jobs)):
+                    if job[1] == "text" and job[2] == 0:  # a plain file's first range
+                        out.document()
+                    elif n_docs:
+                        out.document()
+                        out.documents += n_docs - 1  # separators between them: written
+                    if part is not None:
+                        out.copy_from(part, n_ids)
+                    bar.update(n_bytes)
         out.finish()
     return out.total
+
+
+def _jobs(paths: list[str], edges: Edges, target: int, text_field: str, allowed_special,
+          between: list[int], spill: str) -> list[tuple]:
+    """The pool's jobs for files in order: (path, "text", start, end, ...) for each byte range
+    of a plain file (one empty range for an empty file, so that it is still a document), and
+    (path, "documents", start, end, ...) for each part of a file read as documents."""
+    jobs = []
+    for path in paths:
+        if kind_of(path) == "text":
+            ranges = plan_file(path, edges, target) or [(0, 0)]
+            jobs += [(path, "text", a, b) for a, b in ranges]
+        else:
+            jobs += [(path, "documents", a, b) for _, a, b in parts(path, target)]
+    return [job + (text_field, allowed_special, between, os.path.join(spill, str(k)))
+            for k, job in enumerate(jobs)]
+
+
+def _encode_here(tokenizer, path: str, edges: Edges, target: int, text_field: str,
+                 allowed_special, out: "_IdsFile", bar) -> None:
+    """Encodes one input in this process (one worker, or standard input)."""
+    if kind_of(path) != "text":
+        _encode_documents(tokenizer, path, text_field, allowed_special,
+                          tokenizer._encoder_for(allowed_special).specials, out, bar)
+        return
+    out.document()
+    for a, b in plan_file(path, edges, target):
+        out.write(tokenizer.encode_to_numpy(read_range(path, a, b),
+                                            allowed_special=allowed_special))
+        bar.update(b - a)
 
 
 class _IdsFile:
@@ -128,27 +163,17 @@ def _encode_documents(tokenizer, path: str, text_field: str, allowed_special, sp
     stream = kind_of(path) == "stream"
     if stream:
         out.document()
-    batch: list[str] = []
-    size = 0
-    for doc in itertools.chain(documents(path, text_field, edges), [None]):
-        if doc is not None:
-            batch.append(doc)
-            size += len(doc)
-            if size < _DOCUMENT_BATCH_CHARS:
-                continue
-        if batch:
-            ids, offsets = tokenizer.encode_batch_to_numpy(batch,
-                                                           allowed_special=allowed_special)
-            for a, b in zip(offsets.tolist(), offsets[1:].tolist()):
-                if not stream:
-                    out.document()
-                out.write(ids[a:b])
-            bar.update(size)
-        batch, size = [], 0
+    for batch in batches(documents(path, text_field, edges), _DOCUMENT_BATCH_CHARS):
+        ids, offsets = tokenizer.encode_batch_to_numpy(batch, allowed_special=allowed_special)
+        for a, b in zip(offsets.tolist(), offsets[1:].tolist()):
+            if not stream:
+                out.document()
+            out.write(ids[a:b])
+        bar.update(sum(map(len, batch)))
 
 
 def _separator_ids(tokenizer, separator, allowed_special) -> list[int]:
-    """The ids written between two files."""
+    """The ids written between two documents."""
     if separator == "default":
         separator = DEFAULT_SEPARATOR if DEFAULT_SEPARATOR in tokenizer.special_ids else None
     if separator is None:
@@ -167,14 +192,38 @@ def _init_worker(tokenizer) -> None:
     tokenizer.num_threads = 1  # the pool already keeps every core busy
 
 
-def _encode_range(task) -> tuple[str, int, int]:
-    """What each worker runs: the ids of one byte range, written to a file in the output's
-    dtype; returns (that file, its number of ids, the range's bytes)."""
-    path, start, end, part, allowed_special = task
-    ids = _worker_tokenizer.encode_to_numpy(read_range(path, start, end),
-                                            allowed_special=allowed_special)
-    ids.tofile(part)
-    return part, len(ids), end - start
+@small_errors
+def _encode_job(job) -> tuple[str | None, int, int, int]:
+    """What each worker runs (see _jobs): the ids of a plain file's byte range, or of a part's
+    documents with the separator between them, written to a file in the output's dtype;
+    returns (that file or None, its ids, the documents in it, the bytes of text done)."""
+    path, kind, start, end, text_field, allowed_special, between, spill_path = job
+    tok = _worker_tokenizer
+    if kind == "text":
+        if end == start:
+            return None, 0, 0, 0
+        ids = tok.encode_to_numpy(read_range(path, start, end), allowed_special=allowed_special)
+        ids.tofile(spill_path)
+        return spill_path, len(ids), 0, end - start
+    specials = tok._encoder_for(allowed_special).specials
+    edges = Edges(specials.encoded, tok.pretokenizer.edges, str)
+    separator = np.array(between, tok.dtype)
+    stream = kind_of(path) == "stream"  # one document, however many pieces
+    n_ids = n_chars = 0
+    n_docs = 1 if stream else 0
+    with open(spill_path, "wb") as f:
+        for batch in batches(documents(path, text_field, edges, (path, start, end)),
+                                      _DOCUMENT_BATCH_CHARS):
+            ids, offsets = tok.encode_batch_to_numpy(batch, allowed_special=allowed_special)
+            for a, b in zip(offsets.tolist(), offsets[1:].tolist()):
+                if n_docs and not stream:
+                    f.write(separator)
+                    n_ids += len(separator)
+                n_docs += 0 if stream else 1
+                f.write(ids[a:b])
+                n_ids += b - a
+            n_chars += sum(map(len, batch))
+    return spill_path, n_ids, n_docs, n_chars
 
 
 def _npy_header(dtype: np.dtype, n: int) -> bytes:

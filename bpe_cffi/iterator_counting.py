@@ -18,10 +18,13 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from .chunking import Edges
 from .counter import WordCounter
+from .documents import Part, documents
 from .counting import SCANNER_BYTES_PER_WORKER, CountStats, resolve_workers
 from .patterns import GPT2_PATTERN, pretokenizer
-from .pool import process_pool, spill_arrays, spill_directory, take_spilled_arrays
+from .pool import (process_pool, small_errors, spill_arrays, spill_directory,
+                   take_spilled_arrays)
 from .progress import progress_bar
 from .specials import unique_specials
 from .tally import Tally
@@ -30,11 +33,13 @@ BATCH_CHARS = 1 << 22  # characters of documents per batch
 _IN_FLIGHT_PER_WORKER = 2
 
 
-def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
-    """The documents in batches of about BATCH_CHARS characters, checked to be str."""
+def batches(texts: Iterable[str], chars: int = 0) -> Iterator[list[str]]:
+    """The documents in batches of about chars characters (BATCH_CHARS if 0), checked to be
+    str."""
     if isinstance(texts, (str, bytes)):
         raise TypeError("texts must be an iterable of documents (str), not a single "
                         f"{type(texts).__name__}")
+    chars = chars or BATCH_CHARS
     batch: list[str] = []
     size = 0
     for i, text in enumerate(texts):
@@ -42,13 +47,27 @@ def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
             raise TypeError(f"document {i} of the iterator is {type(text).__name__}, not str")
         batch.append(text)
         size += len(text)
-        if size >= BATCH_CHARS:
+        if size >= chars:
             yield batch
             batch, size = [], 0
     if batch:
         yield batch
 
 
+def _add_spilled(result: tuple[str, int, float], total: WordCounter, stats: CountStats,
+                 bar) -> None:
+    """Adds a worker's spilled counts (and its statistics) to total."""
+    spill_path, n_bytes, tok_s = result
+    blob, offsets, counts = take_spilled_arrays(spill_path, 3)
+    t = time.perf_counter()
+    total.add(blob.tobytes(), offsets, counts)
+    stats.combine_s += time.perf_counter() - t
+    stats.n_bytes += n_bytes
+    stats.pretokenize_s += tok_s
+    bar.update(n_bytes)
+
+
+@small_errors
 def _count_batch(job: tuple[list[str], str, tuple[str, ...], str]) -> tuple[str, int, float]:
     """What each pool worker runs: one batch's pre-token counts, spilled to a file (pool.py
     says why); returns the file's path, the batch's bytes and its CPU seconds."""
@@ -58,6 +77,37 @@ def _count_batch(job: tuple[list[str], str, tuple[str, ...], str]) -> tuple[str,
     (blob, offsets, counts), n_bytes, _, tok_s = tally.finish()
     spilled = spill_arrays(spill_path, [np.frombuffer(blob, np.uint8), offsets, counts])
     return spilled, n_bytes, tok_s
+
+
+@small_errors
+def _count_part(job: tuple[Part, str, str, tuple[str, ...], str]) -> tuple[str, int, float]:
+    """What each pool worker runs for a part of a file read as documents (documents.py):
+    its pre-token counts, spilled to a file; returns the file's path, the part's bytes of
+    text and its CPU seconds."""
+    part, text_field, pattern, specials, spill_path = job
+    tally = Tally(pattern, specials)
+    edges = Edges([s.encode("utf-8") for s in specials], tally.pretokenizer.edges, str)
+    for batch in batches(documents(part[0], text_field, edges, part)):
+        tally.add_documents(batch)
+    (blob, offsets, counts), n_bytes, _, tok_s = tally.finish()
+    spilled = spill_arrays(spill_path, [np.frombuffer(blob, np.uint8), offsets, counts])
+    return spilled, n_bytes, tok_s
+
+
+def count_parts(file_parts: list[Part], text_field: str, special_tokens: Iterable[str],
+                pattern: str, workers: int, progress: bool, total: WordCounter,
+                stats: CountStats) -> None:
+    """Adds the counts of parts of files read as documents to total, each part read and
+    counted by a pool process (reading, decompressing and parsing on every core)."""
+    specials = tuple(unique_specials(special_tokens))
+    pattern = pretokenizer(pattern).pattern
+    with progress_bar(progress, total=None, unit="B", unit_scale=True,
+                      desc="pre-tokenize") as bar, spill_directory() as spill, \
+            process_pool(min(workers, len(file_parts))) as pool:
+        jobs = [(part, text_field, pattern, specials, os.path.join(spill, str(k)))
+                for k, part in enumerate(file_parts)]
+        for result in pool.imap_unordered(_count_part, jobs):
+            _add_spilled(result, total, stats, bar)
 
 
 def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
@@ -83,17 +133,10 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
     with progress_bar(progress, total=None, unit="B", unit_scale=True,
                       desc="pre-tokenize") as bar, contextlib.ExitStack() as stack:
         def take_oldest() -> None:
-            spill_path, n_bytes, tok_s = pending.popleft().get()
-            blob, offsets, counts = take_spilled_arrays(spill_path, 3)
-            t = time.perf_counter()
-            total.add(blob.tobytes(), offsets, counts)
-            stats.combine_s += time.perf_counter() - t
-            stats.n_bytes += n_bytes
-            stats.pretokenize_s += tok_s
-            bar.update(n_bytes)
+            _add_spilled(pending.popleft().get(), total, stats, bar)
 
         pool = spill = None
-        for k, batch in enumerate(_batches(texts)):
+        for k, batch in enumerate(batches(texts)):
             if workers == 1 or tally.n_bytes < alone:
                 before = tally.n_bytes
                 tally.add_documents(batch)

@@ -12,10 +12,14 @@ half a message in the pipe; the pool's result-handler thread then waits forever 
 rest, and terminate never returns (Ctrl-C during a pooled encode_file hung so about one time
 in twenty). A message shorter than the pipe's atomic write size (PIPE_BUF, at least 512 bytes
 by POSIX, 4 096 on Linux) is written whole or not at all, so a small one cannot be cut.
+The same holds for a worker's exception: multiprocessing sends it with its formatted
+traceback, which a deep stack makes larger than that, so worker functions raise through
+small_errors, which sends the type and the message (at most 1 000 characters) alone.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import signal
@@ -23,6 +27,30 @@ import tempfile
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
+
+
+_MAX_MESSAGE = 1000
+
+
+def small_errors(fn: Callable) -> Callable:
+    """For pool worker functions of one argument: an exception leaves with its type and its
+    message only (see above); one whose type cannot be made from a message becomes a
+    RuntimeError naming the type."""
+    @functools.wraps(fn)
+    def run(job):
+        try:
+            return fn(job)
+        except Exception as e:
+            message = str(e)[:_MAX_MESSAGE]
+            try:
+                small = type(e)(message)
+            except Exception:
+                small = RuntimeError(f"{type(e).__name__}: {message}")
+        # Raised out here, not in the except clause, so that it carries no __context__:
+        # picklers that keep contexts and tracebacks (tblib, which Dask installs) would send
+        # the original's too.
+        raise small
+    return run
 
 
 def _worker_start(initializer: Callable | None, initargs: tuple) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .counter import Arrays, WordCounter, utf8_offsets
 from .patterns import pretokenizer
-from .pool import spill_arrays
+from .pool import small_errors, spill_arrays
 from .sources import decode_range, read_range_bytes
 from .specials import SpecialTokens
 
@@ -117,6 +117,7 @@ def tally_group(tasks: list[Task], report=None) -> Tally:
     return tally
 
 
+@small_errors
 def count_group(job) -> tuple[str, int, float, float]:
     """What each pool worker runs: its group's word counts, spilled to a file (pool.py says
     why); returns the file's path with the group's statistics."""

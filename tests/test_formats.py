@@ -110,3 +110,30 @@ def test_cli_reads_standard_input(corpus, tmp_path):
                           str(tmp_path / "ids.npy"), "--quiet"],
                    input=text, check=True, capture_output=True)
     assert np.load(tmp_path / "ids.npy").tolist() == tok.encode(text.decode("utf-8"))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "jsonl.gz"])
+def test_parts_hold_every_document_once_in_order(corpus, fmt):
+    # Uncompressed JSON lines cut into byte ranges after line breaks, Parquet by row groups,
+    # compressed files whole: each part read on its own gives the documents in order.
+    from bpe_cffi import documents
+    from bpe_cffi.chunking import Edges
+    edges = Edges([EOT.encode()], None, str)
+    path = str(corpus[fmt])
+    found = documents.parts(path, 10_000)
+    assert (len(found) > 3) == (fmt != "jsonl.gz")
+    whole = list(documents.documents(path, "text", edges))
+    assert [d for part in found for d in documents.documents(path, "text", edges, part)] == whole
+
+
+def test_workers_read_parts_alike(corpus, tok, tmp_path, monkeypatch):
+    from bpe_cffi import counting, encode_file
+    monkeypatch.setattr(counting, "chunk_target", lambda size, workers: 20_000)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 20_000)
+    paths = [corpus["jsonl"], corpus["parquet"], corpus["plain"], corpus["jsonl.zst"]]
+    want = bpe_cffi.count_words(paths, [EOT], num_workers=1)
+    assert bpe_cffi.count_words(paths, [EOT], num_workers=2) == want
+    out = tmp_path / "ids.npy"
+    text = corpus["plain"].read_bytes().decode("utf-8")
+    tok.encode_file(paths, out, num_workers=2)
+    assert np.load(out).tolist() == tok.encode(EOT.join([text] * 4))

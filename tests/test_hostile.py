@@ -462,10 +462,11 @@ def test_pool_results_are_small_enough_to_send_whole(tmp_path):
     vocab, merges = bpe_cffi.train_bpe(path, 280, [EOT])
     tok = bpe_cffi.Tokenizer(vocab, merges, [EOT])
     encode_file._init_worker(bpe_cffi.Tokenizer(vocab, merges, [EOT]))
-    result = encode_file._encode_range((str(path), 0, size, str(tmp_path / "ids"), "all"))
+    result = encode_file._encode_job((str(path), "text", 0, size, "text", "all", [],
+                                      str(tmp_path / "ids")))
     assert len(pickle.dumps(result)) < 512
     assert np.fromfile(result[0], "<u2").tolist() == tok.encode(text)
-    assert result[1:] == (len(tok.encode(text)), size)
+    assert result[1:] == (len(tok.encode(text)), 0, size)  # ids, documents, bytes
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
@@ -484,3 +485,21 @@ def test_start_methods(tmp_path, method):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert pickle.loads(proc.stdout) == bpe_cffi.count_words(path, [EOT], num_workers=1)
+
+
+def test_worker_errors_are_small_enough_to_send_whole(tmp_path):
+    # A worker's exception travels with its formatted traceback; one longer than an atomic
+    # pipe write can be cut by Pool.terminate (bpe_cffi/pool.py), so it leaves small.
+    from bpe_cffi.pool import small_errors
+
+    @small_errors
+    def deep(n):
+        if n:
+            return deep.__wrapped__(n - 1)
+        raise ValueError("x" * 10_000)
+
+    with pytest.raises(ValueError) as caught:
+        deep(200)
+    assert len(str(caught.value)) == 1000
+    assert len(pickle.dumps(caught.value)) < 2048  # also with tblib's pickling (Dask's)
+    assert caught.value.__context__ is None
