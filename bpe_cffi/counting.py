@@ -13,7 +13,7 @@ from typing import Iterable
 
 from .chunking import Edges, chunk_target, plan_file
 from .counter import Arrays, WordCounter
-from .documents import documents, kind_of, parts
+from .documents import documents, jsonl_blocks, kind_of, parts
 from .patterns import GPT2_PATTERN, pretokenizer
 from .pool import process_pool, spill_directory, take_spilled_arrays
 from .progress import progress_bar
@@ -27,6 +27,7 @@ from .tally import count_group, set_progress, tally_group
 # (27 MB) trains in 0.403 s on one process against 0.431 s on two, 40 MB breaks even, 80 MB
 # is 10% faster on two (docs/performance.md). The regex path (~8 MB/s) takes one per core.
 SCANNER_BYTES_PER_WORKER = 32 << 20
+JSONL_BLOCK_CHARS = 1 << 22  # characters of JSON lines a worker parses and counts at once
 
 
 def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
@@ -115,20 +116,33 @@ def _count_documents(paths: list[str], special_tokens: Iterable[str], pattern: s
     if len(here) < len(paths):
         count_parts(file_parts, text_field, special_tokens, pattern, workers, progress, total,
                     stats)
+    if workers > 1:  # a compressed JSON lines file: its reader only decompresses
+        for path in [p for p in here if kind_of(p) == "jsonl" and p != STDIN]:
+            more, more_stats = count_iterator(
+                jsonl_blocks(path, JSONL_BLOCK_CHARS), special_tokens, pattern=pattern,
+                num_workers=workers, progress=progress, json_lines=(path, text_field))
+            _take(more, more_stats, total, stats)
+        here = [p for p in here if kind_of(p) != "jsonl" or p == STDIN]
     if here:
         specials = tuple(unique_specials(special_tokens))
         edges = Edges([s.encode("utf-8") for s in specials], pretokenizer(pattern).edges, str)
         docs = (d for p in here for d in documents(p, text_field, edges))
         more, more_stats = count_iterator(docs, specials, pattern=pattern,
                                           num_workers=num_workers, progress=progress)
-        arrays = more.export()
-        more.release()
-        total.add(*arrays)
-        stats.n_bytes += more_stats.n_bytes
-        stats.pretokenize_s += more_stats.pretokenize_s
-        stats.combine_s += more_stats.combine_s
+        _take(more, more_stats, total, stats)
     stats.n_files += len(paths)
     stats.wall_s += time.perf_counter() - t
+
+
+def _take(more: WordCounter, more_stats: CountStats, total: WordCounter,
+          stats: CountStats) -> None:
+    """Adds counts (and their statistics) to total, and frees them."""
+    arrays = more.export()
+    more.release()
+    total.add(*arrays)
+    stats.n_bytes += more_stats.n_bytes
+    stats.pretokenize_s += more_stats.pretokenize_s
+    stats.combine_s += more_stats.combine_s
 
 
 def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,

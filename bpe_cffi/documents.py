@@ -87,19 +87,47 @@ def documents(path: str, text_field: str, edges: Edges, part: Part | None = None
     if kind == "parquet":
         yield from _parquet_documents(path, text_field, start, end)
         return
-    with _open_text(path, start, end) as f:
-        try:
-            if kind == "jsonl":
-                where = path if start == 0 else f"{path} (from byte {start})"
-                yield from _jsonl_documents(f, where, text_field)
-            else:
-                yield from cut_stream(iter(lambda: f.read(_BLOCK), ""), edges, path)
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path} is not valid UTF-8 ({e.reason})") from None
-        except (EOFError, OSError, gzip.BadGzipFile) as e:
-            if isinstance(e, FileNotFoundError):
-                raise
-            raise ValueError(f"{path}: cannot be read as {kind_of(path)} ({e})") from None
+    with _open_text(path, start, end) as f, _reading(path, kind):
+        if kind == "jsonl":
+            where = path if start == 0 else f"{path} (from byte {start})"
+            yield from _jsonl_documents(f, where, text_field)
+        else:
+            yield from cut_stream(iter(lambda: f.read(_BLOCK), ""), edges, path)
+
+
+# JSON lines read as blocks of lines, parsed elsewhere: (where they come from, text field)
+JsonLines = tuple[str, str]
+
+
+def jsonl_blocks(path: str, chars: int) -> Iterator[str]:
+    """A JSON lines file (decompressed, unparsed) in blocks of whole lines of about chars
+    characters: for its reader to hand the parsing to other processes."""
+    with _open_text(path) as f, _reading(path, "jsonl"):
+        while True:
+            block = f.read(chars)
+            if not block:
+                return
+            yield block + f.readline()  # to the end of the line
+
+
+def jsonl_block_documents(block: str, where: str, text_field: str) -> Iterator[str]:
+    """The documents of a block of JSON lines (jsonl_blocks) from where; an error's line
+    number counts from the block's first line."""
+    return _jsonl_documents(io.StringIO(block, newline=""), f"{where} (a block of lines)",
+                            text_field)
+
+
+@contextlib.contextmanager
+def _reading(path: str, kind: str) -> Iterator[None]:
+    """Decoding and decompression errors as ValueErrors that name the file."""
+    try:
+        yield
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not valid UTF-8 ({e.reason})") from None
+    except (EOFError, OSError, gzip.BadGzipFile) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise ValueError(f"{path}: cannot be read as {kind} ({e})") from None
 
 
 def _open_text(path: str, start: int = 0, end: int = WHOLE):

@@ -83,14 +83,15 @@ def test_mixed_inputs_in_order(corpus, tok, tmp_path):
 
 
 def test_text_field_errors_name_the_file(corpus, tmp_path):
-    with pytest.raises(ValueError, match=r"docs.jsonl:1: the record has no text field 'body'"):
+    with pytest.raises(ValueError, match=r"docs.jsonl( \(a block of lines\))?:1: the record "
+                                         "has no text field 'body'"):
         bpe_cffi.count_words(corpus["jsonl"], text_field="body")
     with pytest.raises(ValueError, match=r"no column 'body' \(columns: id, text"):
         bpe_cffi.count_words(corpus["parquet"], text_field="body")
     assert bpe_cffi.count_words(corpus["jsonl"], [EOT], text_field="text")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{"text": \n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid JSON"):
+    with pytest.raises(ValueError, match=r"bad.jsonl( \(a block of lines\))?:2: not valid JSON"):
         bpe_cffi.count_words(bad)
     broken = tmp_path / "broken.txt.gz"
     broken.write_bytes(b"not gzip at all")
@@ -137,3 +138,19 @@ def test_workers_read_parts_alike(corpus, tok, tmp_path, monkeypatch):
     text = corpus["plain"].read_bytes().decode("utf-8")
     tok.encode_file(paths, out, num_workers=2)
     assert np.load(out).tolist() == tok.encode(EOT.join([text] * 4))
+
+
+def test_compressed_json_lines_parsed_by_the_workers(corpus, tmp_path, monkeypatch):
+    # With several workers a compressed JSON lines file's reader only decompresses; blocks of
+    # lines are parsed and counted by the workers.
+    from bpe_cffi import counting
+    monkeypatch.setattr(counting, "JSONL_BLOCK_CHARS", 5_000)
+    want = bpe_cffi.count_words(corpus["plain"], [EOT])
+    for fmt in ("jsonl.gz", "jsonl.zst"):
+        assert bpe_cffi.count_words(corpus[fmt], [EOT], num_workers=2) == want
+    bad = tmp_path / "bad.jsonl.gz"
+    with gzip.open(bad, "wt", encoding="utf-8") as f:
+        f.write('{"text": "fine"}\n' * 1000 + '{"body": "no text"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl.gz \(a block of lines\):\d+: the record "
+                                         "has no text field 'text'"):
+        bpe_cffi.count_words(bad, num_workers=2)

@@ -88,5 +88,6 @@ def test_pool_results_are_small(tmp_path, real_text):
     # through a spill file, and only its path through the pipe.
     import pickle
     docs = real_text.split(EOT)[:50]
-    result = iterator_counting._count_batch((docs, "gpt2", (EOT,), str(tmp_path / "counts")))
+    result = iterator_counting._count_batch((docs, "gpt2", (EOT,), str(tmp_path / "counts"),
+                                             None))
     assert len(pickle.dumps(result)) < 512
