@@ -88,9 +88,11 @@ def documents(path: str, text_field: str, edges: Edges, part: Part | None = None
         yield from _parquet_documents(path, text_field, start, end)
         return
     with _open_text(path, start, end) as f, _reading(path, kind):
-        if kind == "jsonl":
+        if kind == "jsonl" and end != WHOLE:  # a byte range of whole lines
             where = path if start == 0 else f"{path} (from byte {start})"
-            yield from _jsonl_documents(f, where, text_field)
+            yield from jsonl_block_documents(f.read(), where, text_field)
+        elif kind == "jsonl":
+            yield from _jsonl_documents(f, path, text_field)
         else:
             yield from cut_stream(iter(lambda: f.read(_BLOCK), ""), edges, path)
 
@@ -99,22 +101,39 @@ def documents(path: str, text_field: str, edges: Edges, part: Part | None = None
 JsonLines = tuple[str, str]
 
 
-def jsonl_blocks(path: str, chars: int) -> Iterator[str]:
-    """A JSON lines file (decompressed, unparsed) in blocks of whole lines of about chars
-    characters: for its reader to hand the parsing to other processes."""
-    with _open_text(path) as f, _reading(path, "jsonl"):
+def jsonl_blocks(path: str, size: int) -> Iterator[bytes]:
+    """A JSON lines file, decompressed but neither decoded nor parsed, in blocks of whole
+    lines of about size bytes: for its reader to hand the decoding and parsing to other
+    processes."""
+    with _open_binary(path) as f, _reading(path, "jsonl"):
         while True:
-            block = f.read(chars)
+            block = f.read(size)
             if not block:
                 return
             yield block + f.readline()  # to the end of the line
 
 
-def jsonl_block_documents(block: str, where: str, text_field: str) -> Iterator[str]:
-    """The documents of a block of JSON lines (jsonl_blocks) from where; an error's line
-    number counts from the block's first line."""
-    return _jsonl_documents(io.StringIO(block, newline=""), f"{where} (a block of lines)",
-                            text_field)
+def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> list[str]:
+    """The documents of a block of whole JSON lines from where (str, or UTF-8 bytes); an
+    error's line number counts from the block's first line. The block is parsed as one JSON
+    array (0.30 against 0.48 s line by line for realmix's 36 MB), and again line by line only
+    to report an error precisely."""
+    if isinstance(block, bytes):
+        try:
+            block = block.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{where} is not valid UTF-8 ({e.reason})") from None
+    lines = [line for line in block.split("\n") if line.strip()]
+    try:
+        records = json.loads("[" + ",".join(lines) + "]")
+    except json.JSONDecodeError:
+        records = None
+    if records is not None and len(records) == len(lines):
+        texts = [r.get(text_field) if isinstance(r, dict) else None for r in records]
+        if all(isinstance(t, str) for t in texts):
+            return texts
+    return list(_jsonl_documents(io.StringIO(block, newline=""), f"{where} (a block of lines)",
+                                 text_field))
 
 
 @contextlib.contextmanager
@@ -130,6 +149,22 @@ def _reading(path: str, kind: str) -> Iterator[None]:
         raise ValueError(f"{path}: cannot be read as {kind} ({e})") from None
 
 
+def _open_binary(path: str):
+    """The file's bytes, decompressed by its extension."""
+    name = path.lower()
+    if name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if name.endswith(".zst"):
+        try:
+            import zstandard
+        except ImportError:
+            raise ImportError(f"reading {path} needs zstandard: "
+                              "pip install 'bpe_cffi[zstd]'") from None
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"),
+                                                                             closefd=True))
+    return open(path, "rb")
+
+
 def _open_text(path: str, start: int = 0, end: int = WHOLE):
     """A text (UTF-8) reader of the file, decompressed by its extension; stdin for "-";
     bytes [start, end) of an uncompressed file when end is not WHOLE."""
@@ -138,18 +173,7 @@ def _open_text(path: str, start: int = 0, end: int = WHOLE):
                                 encoding="utf-8", newline="")
     if path == STDIN:
         return _stdin_text()
-    name = path.lower()
-    if name.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    if name.endswith(".zst"):
-        try:
-            import zstandard
-        except ImportError:
-            raise ImportError(f"reading {path} needs zstandard: "
-                              "pip install 'bpe_cffi[zstd]'") from None
-        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
-        return io.TextIOWrapper(raw, encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+    return io.TextIOWrapper(_open_binary(path), encoding="utf-8", newline="")
 
 
 @contextlib.contextmanager
