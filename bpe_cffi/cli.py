@@ -73,7 +73,7 @@ def cmd_train(args) -> None:
     specials = unique_specials(specials)
     check_vocab_size(args.vocab_size, len(specials))
     inputs = resolve_inputs(inputs)
-    refuse_overwriting([os.path.join(args.out, name) for name in FILES], inputs)
+    refuse_overwriting(_tokenizer_files(args.out), inputs)
     progress = not args.quiet
     _note_if_regex(args.pattern)
 

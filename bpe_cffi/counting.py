@@ -117,12 +117,12 @@ def _count_documents(paths: list[str], special_tokens: Iterable[str], pattern: s
         count_parts(file_parts, text_field, special_tokens, pattern, workers, progress, total,
                     stats)
     if workers > 1:  # a compressed JSON lines file: its reader only decompresses
-        for path in [p for p in here if kind_of(p) == "jsonl" and p != STDIN]:
+        for path in [p for p in here if kind_of(p) == "jsonl"]:
             more, more_stats = count_iterator(
                 jsonl_blocks(path, JSONL_BLOCK_CHARS), special_tokens, pattern=pattern,
                 num_workers=workers, progress=progress, json_lines=(path, text_field))
             _take(more, more_stats, total, stats)
-        here = [p for p in here if kind_of(p) != "jsonl" or p == STDIN]
+        here = [p for p in here if kind_of(p) != "jsonl"]
     if here:
         specials = tuple(unique_specials(special_tokens))
         edges = Edges([s.encode("utf-8") for s in specials], pretokenizer(pattern).edges, str)

@@ -54,8 +54,8 @@ WHOLE = -1
 def parts(path: str, target: int) -> list[Part]:
     """The parts of a file that is not plain text: about `target` bytes each where the format
     allows a cut (uncompressed JSON lines, Parquet row groups), else the whole file."""
-    kind = kind_of(check_input_file(path))
-    if path == STDIN or kind == "stream" or not path.lower().endswith((".jsonl", ".parquet")):
+    kind = kind_of(check_input_file(path))  # standard input is a "stream"
+    if kind == "stream" or not path.lower().endswith((".jsonl", ".parquet")):  # compressed
         return [(path, 0, WHOLE)]
     if kind == "parquet":
         groups = _parquet_file(path).metadata.num_row_groups
@@ -87,11 +87,12 @@ def documents(path: str, text_field: str, edges: Edges, part: Part | None = None
     if kind == "parquet":
         yield from _parquet_documents(path, text_field, start, end)
         return
-    with _open_text(path, start, end) as f, _reading(path, kind):
-        if kind == "jsonl" and end != WHOLE:  # a byte range of whole lines
-            where = path if start == 0 else f"{path} (from byte {start})"
-            yield from jsonl_block_documents(f.read(), where, text_field)
-        elif kind == "jsonl":
+    if kind == "jsonl" and end != WHOLE:  # a byte range of whole lines
+        where = path if start == 0 else f"{path} (from byte {start})"
+        yield from jsonl_block_documents(read_range_bytes(path, start, end), where, text_field)
+        return
+    with _open_text(path) as f, _reading(path, kind):
+        if kind == "jsonl":
             yield from _jsonl_documents(f, path, text_field)
         else:
             yield from cut_stream(iter(lambda: f.read(_BLOCK), ""), edges, path)
@@ -165,12 +166,8 @@ def _open_binary(path: str):
     return open(path, "rb")
 
 
-def _open_text(path: str, start: int = 0, end: int = WHOLE):
-    """A text (UTF-8) reader of the file, decompressed by its extension; stdin for "-";
-    bytes [start, end) of an uncompressed file when end is not WHOLE."""
-    if end != WHOLE:
-        return io.TextIOWrapper(io.BytesIO(read_range_bytes(path, start, end)),
-                                encoding="utf-8", newline="")
+def _open_text(path: str):
+    """A text (UTF-8) reader of the file, decompressed by its extension; stdin for "-"."""
     if path == STDIN:
         return _stdin_text()
     return io.TextIOWrapper(_open_binary(path), encoding="utf-8", newline="")

@@ -23,7 +23,7 @@ from .files import atomic_write
 from .iterator_counting import batches
 from .pool import process_pool, small_errors, spill_directory
 from .progress import progress_bar
-from .sources import STDIN, check_input_file, read_range, refuse_overwriting, resolve_inputs
+from .sources import STDIN, file_size, read_range, refuse_overwriting, resolve_inputs
 
 
 DEFAULT_SEPARATOR = "<|endoftext|>"
@@ -41,7 +41,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     else none), a str, or None. The ids are those of encoding the documents' texts joined by
     the separator (encoded with the same allowed_special) when the separator is an allowed
     special token."""
-    paths = [check_input_file(p) for p in resolve_inputs(inputs)]
+    paths = resolve_inputs(inputs)  # each checked there
     output_path = os.fspath(output_path)
     refuse_overwriting([output_path], paths)
     workers = resolve_workers(num_workers)
@@ -51,7 +51,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     dtype = np.dtype(tokenizer.dtype)
     out = _IdsFile(dtype, _separator_ids(tokenizer, separator, allowed_special))
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)
-    target = chunk_target(sum(os.path.getsize(p) for p in paths if p != STDIN), workers)
+    target = chunk_target(sum(file_size(p) for p in paths if p != STDIN), workers)
     with atomic_write(output_path, "wb") as f, contextlib.ExitStack() as stack, \
             progress_bar(progress, total=None, unit="B", unit_scale=True, desc="encode") as bar:
         out.start(f)
@@ -62,7 +62,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
         else:
             spill = stack.enter_context(
                 spill_directory(os.path.dirname(os.path.abspath(output_path))))
-            pool = stack.enter_context(process_pool(workers, _init_worker, (tokenizer,)))
+            pool = None  # started when a run of inputs first needs it
             # Runs of inputs between standard inputs (which only this process can read) go to
             # the pool as one ordered list of jobs: every file's ranges or parts.
             for is_stdin, run in itertools.groupby(paths, lambda p: p == STDIN):
@@ -74,6 +74,9 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                         _encode_here(tokenizer, path, edges, target, text_field,
                                      allowed_special, out, bar)
                     continue
+                if pool is None:
+                    pool = stack.enter_context(
+                        process_pool(workers, _init_worker, (tokenizer,)))
                 for job, (part, n_ids, n_docs, n_bytes) in zip(jobs, pool.imap(_encode_job,
                                                                              jobs)):
                     if job[1] == "text" and job[2] == 0:  # a plain file's first range
@@ -108,8 +111,7 @@ def _encode_here(tokenizer, path: str, edges: Edges, target: int, text_field: st
                  allowed_special, out: "_IdsFile", bar) -> None:
     """Encodes one input in this process (one worker, or standard input)."""
     if kind_of(path) != "text":
-        _encode_documents(tokenizer, path, text_field, allowed_special,
-                          tokenizer._encoder_for(allowed_special).specials, out, bar)
+        _encode_documents(tokenizer, path, None, text_field, allowed_special, out, bar)
         return
     out.document()
     for a, b in plan_file(path, edges, target):
@@ -129,6 +131,7 @@ class _IdsFile:
         self.f = None
 
     def start(self, f) -> None:
+        """Writes to f from now on, beginning with a header (a worker's part has none)."""
         self.f = f
         f.write(_npy_header(self.dtype, 0))
 
@@ -154,16 +157,17 @@ class _IdsFile:
         self.f.write(_npy_header(self.dtype, self.total))
 
 
-def _encode_documents(tokenizer, path: str, text_field: str, allowed_special, specials,
+def _encode_documents(tokenizer, path: str, part, text_field: str, allowed_special,
                       out: _IdsFile, bar) -> None:
-    """The documents of a file that is not plain text, encoded in batches on the
-    tokenizer's threads (encode_batch_to_numpy), each a document of out; a text stream
-    (compressed text, stdin) is one document."""
+    """The documents of a file that is not plain text (or of one part of it), encoded in
+    batches on the tokenizer's threads (encode_batch_to_numpy), each a document of out; a
+    text stream (compressed text, stdin) is one document."""
+    specials = tokenizer._encoder_for(allowed_special).specials
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges, str)
     stream = kind_of(path) == "stream"
     if stream:
         out.document()
-    for batch in batches(documents(path, text_field, edges), _DOCUMENT_BATCH_CHARS):
+    for batch in batches(documents(path, text_field, edges, part), _DOCUMENT_BATCH_CHARS):
         ids, offsets = tokenizer.encode_batch_to_numpy(batch, allowed_special=allowed_special)
         for a, b in zip(offsets.tolist(), offsets[1:].tolist()):
             if not stream:
@@ -205,25 +209,13 @@ def _encode_job(job) -> tuple[str | None, int, int, int]:
         ids = tok.encode_to_numpy(read_range(path, start, end), allowed_special=allowed_special)
         ids.tofile(spill_path)
         return spill_path, len(ids), 0, end - start
-    specials = tok._encoder_for(allowed_special).specials
-    edges = Edges(specials.encoded, tok.pretokenizer.edges, str)
-    separator = np.array(between, tok.dtype)
-    stream = kind_of(path) == "stream"  # one document, however many pieces
-    n_ids = n_chars = 0
-    n_docs = 1 if stream else 0
+    part_out = _IdsFile(np.dtype(tok.dtype), between)  # separators between its documents
+    bar = progress_bar(False)  # counts the characters done
     with open(spill_path, "wb") as f:
-        for batch in batches(documents(path, text_field, edges, (path, start, end)),
-                                      _DOCUMENT_BATCH_CHARS):
-            ids, offsets = tok.encode_batch_to_numpy(batch, allowed_special=allowed_special)
-            for a, b in zip(offsets.tolist(), offsets[1:].tolist()):
-                if n_docs and not stream:
-                    f.write(separator)
-                    n_ids += len(separator)
-                n_docs += 0 if stream else 1
-                f.write(ids[a:b])
-                n_ids += b - a
-            n_chars += sum(map(len, batch))
-    return spill_path, n_ids, n_docs, n_chars
+        part_out.f = f
+        _encode_documents(tok, path, (path, start, end), text_field, allowed_special, part_out,
+                          bar)
+    return spill_path, part_out.total, part_out.documents, bar.n
 
 
 def _npy_header(dtype: np.dtype, n: int) -> bytes:

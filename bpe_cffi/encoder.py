@@ -65,13 +65,11 @@ class Encoder:
         """The ids of a text, as an array of dtype. A long text is cut at safe edges into
         parts that threads encode at once."""
         if self.pretokenizer.family is None:
-            ids = self._checked(self._encode_regex([text])[0], text)
-            return ids.astype(dtype, copy=False)
+            return self._encode_regex([text])[0].astype(dtype, copy=False)  # checked there
         data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
         n = min(_PARTS_PER_THREAD * self.num_threads, len(data) // _THREAD_MIN_BYTES)
         if n <= 1:
-            ids = self._call(data, self.specials.pieces(data))[0]
-            return self._checked(ids, data).astype(dtype, copy=False)
+            return self._checked(self._encode_utf8(data), data).astype(dtype, copy=False)
         view = memoryview(data)  # slices without copies
         cuts = self._edges.plan_text(data, n)
         parts = list(self._pool().map(self._encode_utf8, [view[a:b] for a, b in cuts]))

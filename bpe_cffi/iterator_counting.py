@@ -167,9 +167,13 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
         while pending:
             take_oldest()
     words, n_bytes, _, tok_s = tally.finish_counter()
-    arrays = words.export()
-    words.release()
-    total.add(*arrays)
+    if pool is None:  # all counted here: the parent's counter is the total
+        total.release()
+        total = words
+    else:
+        arrays = words.export()
+        words.release()
+        total.add(*arrays)
     stats.n_bytes += n_bytes
     stats.pretokenize_s += tok_s
     stats.wall_s = time.perf_counter() - t_start

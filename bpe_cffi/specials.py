@@ -66,12 +66,6 @@ class SpecialTokens:
     def _longest_first(self) -> list[bytes]:
         return sorted(self.encoded, key=len, reverse=True)
 
-    def __bool__(self) -> bool:
-        return bool(self.tokens)
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
     def in_bytes(self, data: bytes) -> bool:
         """Whether a special token occurs in data."""
         if self._single is not None:

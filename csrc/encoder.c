@@ -181,7 +181,7 @@ int encoder_encode_entry(const bpe_encoder *e, const word_table *t, int64_t seq,
     if (encoder_may_be_whole(e, &key)) {
         const word_slot *slot = &t->slots[t->slot_of[seq]];
         key.head = slot->head, key.tail = slot->tail;
-        return encoder_encode_word(e, &key, ids, n_ids);
+        if (encoder_find_whole(e, &key, ids, n_ids)) return BPE_OK;
     }
     return encoder_merge_word(e, p, len, ids, n_ids);
 }

@@ -55,17 +55,22 @@ static inline int encoder_may_be_whole(const bpe_encoder *e, const word_key *k) 
     return k->len >= 2 && k->len <= SHORT_WORD && bit_filter_may_hold(&e->whole_hashes, k->hash);
 }
 
+/* Whether the word k, past the filter, is a whole token: then its id is ids[0]. */
+static inline int encoder_find_whole(const bpe_encoder *e, const word_key *k, int32_t *ids,
+                                     int64_t *n_ids) {
+    int64_t id;
+    if (!word_table_find(&e->whole, k, &id)) return 0;
+    ids[0] = (int32_t)id; /* a token id */
+    *n_ids = 1;
+    return 1;
+}
+
 /* Encodes the word k (from word_key_of; valid for the call) into ids (room for k->len ids) and
  * sets *n_ids: one lookup if it is a whole token, else merge by merge. Inline: it runs once
  * per pre-token of a short text. */
 static inline int encoder_encode_word(const bpe_encoder *e, const word_key *k, int32_t *ids,
                                       int64_t *n_ids) {
-    int64_t id;
-    if (encoder_may_be_whole(e, k) && word_table_find(&e->whole, k, &id)) {
-        ids[0] = (int32_t)id; /* a token id */
-        *n_ids = 1;
-        return BPE_OK;
-    }
+    if (encoder_may_be_whole(e, k) && encoder_find_whole(e, k, ids, n_ids)) return BPE_OK;
     return encoder_merge_word(e, k->ptr, k->len, ids, n_ids);
 }
 

@@ -73,6 +73,23 @@ static inline int64_t scan_run_end(const uint8_t *classes, const uint8_t *t, int
     return j;
 }
 
+/* The end of a contraction at t[i] -- an apostrophe, then a character that matches s, d, m or
+ * t without case, or two that match ll, ve or re (as regex has it: the long s, U+017F, is an
+ * s) -- or -1 (cl100k's and o200k's families). */
+static inline int64_t scan_contraction_end(const uint8_t *classes, const uint8_t *t,
+                                           int64_t n, int64_t i) {
+    if (t[i] != '\'' || i + 1 >= n) return -1;
+    uint8_t c1, c2;
+    int64_t j = i + 1 + scan_char(classes, t, n, i + 1, &c1);
+    int f1 = CLASS_FOLD(c1);
+    if (f1 == FOLD_S || f1 == FOLD_D || f1 == FOLD_M || f1 == FOLD_T) return j;
+    if (j >= n || (f1 != FOLD_L && f1 != FOLD_V && f1 != FOLD_R)) return -1;
+    int64_t k = j + scan_char(classes, t, n, j, &c2);
+    int f2 = CLASS_FOLD(c2);
+    if ((f1 == FOLD_L && f2 == FOLD_L) || (f1 != FOLD_L && f2 == FOLD_E)) return k;
+    return -1;
+}
+
 /* The end of at most max_digits numbers from t[i], a number that ends at j (\p{N}{1,3} and
  * the like: cl100k's and o200k's families). */
 static inline int64_t scan_digits_end(const uint8_t *classes, const uint8_t *t, int64_t n,

@@ -30,25 +30,10 @@
  * text is one pre-token there, two here). */
 #include "scan.h"
 
-/* The end of a contraction at t[i] (an apostrophe), or -1. */
-static inline int64_t contraction_end(const uint8_t *classes, const uint8_t *t, int64_t n,
-                                      int64_t i) {
-    if (t[i] != '\'' || i + 1 >= n) return -1;
-    uint8_t c1, c2;
-    int64_t j = i + 1 + scan_char(classes, t, n, i + 1, &c1);
-    int f1 = CLASS_FOLD(c1);
-    if (f1 == FOLD_S || f1 == FOLD_D || f1 == FOLD_M || f1 == FOLD_T) return j;
-    if (j >= n || (f1 != FOLD_L && f1 != FOLD_V && f1 != FOLD_R)) return -1;
-    int64_t k = j + scan_char(classes, t, n, j, &c2);
-    int f2 = CLASS_FOLD(c2);
-    if ((f1 == FOLD_L && f2 == FOLD_L) || (f1 != FOLD_L && f2 == FOLD_E)) return k;
-    return -1;
-}
-
 /* The end of the pre-token that starts at t[i]. */
 static inline int64_t cl100k_next(const bpe_scanner *s, const uint8_t *t, int64_t n, int64_t i) {
     const uint8_t *classes = s->classes;
-    int64_t end = contraction_end(classes, t, n, i);
+    int64_t end = scan_contraction_end(classes, t, n, i);
     if (end >= 0) return end;
     uint8_t c0;
     int64_t j = i + scan_char(classes, t, n, i, &c0);

@@ -75,19 +75,6 @@ static int64_t upper_and_lower(const uint8_t *classes, const uint8_t *t, int64_t
     return q > p ? lower_run_end(classes, t, n, q) : -1;
 }
 
-/* j, or the end of the contraction that follows it ('s 't 're 've 'm 'll 'd, without case). */
-static int64_t with_contraction(const uint8_t *classes, const uint8_t *t, int64_t n, int64_t j) {
-    if (j + 1 >= n || t[j] != '\'') return j;
-    uint8_t c1, c2;
-    int64_t k = j + 1 + scan_char(classes, t, n, j + 1, &c1);
-    int f1 = CLASS_FOLD(c1);
-    if (f1 == FOLD_S || f1 == FOLD_T || f1 == FOLD_M || f1 == FOLD_D) return k;
-    if (k >= n || (f1 != FOLD_R && f1 != FOLD_V && f1 != FOLD_L)) return j;
-    int64_t e = k + scan_char(classes, t, n, k, &c2);
-    int f2 = CLASS_FOLD(c2);
-    return (f1 == FOLD_L ? f2 == FOLD_L : f2 == FOLD_E) ? e : j;
-}
-
 /* The end of the pre-token that starts at t[i]. */
 static inline int64_t o200k_next(const uint8_t *classes, const uint8_t *t, int64_t n, int64_t i) {
     uint8_t c0;
@@ -100,7 +87,10 @@ static inline int64_t o200k_next(const uint8_t *classes, const uint8_t *t, int64
     if (end < 0) end = upper_then_lower(classes, t, n, i);
     if (end < 0 && prefix) end = upper_and_lower(classes, t, n, j);
     if (end < 0) end = upper_and_lower(classes, t, n, i);
-    if (end >= 0) return with_contraction(classes, t, n, end);
+    if (end >= 0) { /* and the contraction that may follow ('s 't 're 've 'm 'll 'd) */
+        int64_t k = scan_contraction_end(classes, t, n, end);
+        return k >= 0 ? k : end;
+    }
     if (base == BASE_NUMBER) return scan_digits_end(classes, t, n, j, 3); /* \p{N}{1,3} */
     end = scan_punctuation_end(classes, t, n, i, j, base, 1); /*  ?[^\s\p{L}\p{N}]+[\r\n/]* */
     if (end >= 0) return end;

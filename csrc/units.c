@@ -24,9 +24,6 @@ static inline int ctz64(uint64_t x) {
 #endif
 }
 
-/* ASCII whitespace per \s: \t \n \v \f \r and space. */
-static inline int ascii_space(uint8_t c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }
-
 /* Bit k of the result: p[k] is ASCII whitespace, for the 64 bytes at p. *high gets bit k set
  * when p[k] >= 0x80, a byte of some other character, which the caller decodes; *line_break
  * when p[k] is \r or \n. SSE2 where the compiler has it (every x86-64), else a byte loop. */
@@ -47,7 +44,7 @@ static inline uint64_t block_masks(const uint8_t *p, uint64_t *high, uint64_t *l
     }
 #else
     for (int k = 0; k < 64; k++) {
-        space |= (uint64_t)ascii_space(p[k]) << k;
+        space |= (uint64_t)(p[k] < 0x80 && utf8_is_space(p[k])) << k;
         top |= (uint64_t)(p[k] >> 7) << k;
         lb |= (uint64_t)(p[k] == '\n' || p[k] == '\r') << k;
     }
