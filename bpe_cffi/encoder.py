@@ -34,7 +34,7 @@ class Encoder:
 
     def __init__(self, token_to_id: Mapping[bytes, int], merges: Sequence[tuple[bytes, bytes]],
                  n_ids: int, pretokenizer: Pretokenizer, specials: SpecialTokens,
-                 num_threads: int):
+                 num_threads: int, cache_bytes: int):
         self.pretokenizer = pretokenizer
         self.specials = specials
         self.num_threads = num_threads
@@ -50,6 +50,20 @@ class Encoder:
                                   _buf("int32_t[]", right), _buf("int32_t[]", merged),
                                   len(merges), n_ids, out), "bpe_encoder_new")
         self._c = ffi.gc(out[0], lib.bpe_encoder_free)
+        self.cache_bytes = cache_bytes
+        self._cache = ffi.NULL
+        if cache_bytes:
+            cache = ffi.new("bpe_unit_cache **")
+            check(lib.bpe_unit_cache_new(cache_bytes, cache), "bpe_unit_cache_new")
+            self._cache = ffi.gc(cache[0], lib.bpe_unit_cache_free)
+
+    def cache_info(self) -> dict[str, int]:
+        """What the cache of encoded units holds, and how often it was looked up and hit."""
+        if self._cache == ffi.NULL:
+            return {"entries": 0, "bytes": 0, "lookups": 0, "hits": 0}
+        out = ffi.new("int64_t[4]")
+        lib.bpe_unit_cache_stats(self._cache, out, out + 1, out + 2, out + 3)
+        return dict(zip(("entries", "bytes", "lookups", "hits"), out))
 
     def with_specials(self, specials: SpecialTokens) -> "Encoder":
         """This encoder (the same C encoder and threads) with other special tokens: those a
@@ -61,12 +75,16 @@ class Encoder:
 
     # ---- one text ----
 
-    def encode(self, text: str, dtype=np.int32) -> np.ndarray:
-        """The ids of a text, as an array of dtype. A long text is cut at safe edges into
-        parts that threads encode at once."""
+    def encode(self, text: str | bytes, dtype=np.int32) -> np.ndarray:
+        """The ids of a text (a str, or its UTF-8: ValueError if it is not valid UTF-8), as
+        an array of dtype. A long text is cut at safe edges into parts that threads encode
+        at once."""
         if self.pretokenizer.family is None:
+            if isinstance(text, bytes):
+                text = text.decode("utf-8")
             return self._encode_regex([text])[0].astype(dtype, copy=False)  # checked there
-        data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
+        # lone surrogates raise UnicodeEncodeError here
+        data = text if isinstance(text, bytes) else text.encode("utf-8")
         n = min(_PARTS_PER_THREAD * self.num_threads, len(data) // _THREAD_MIN_BYTES)
         if n <= 1:
             return self._checked(self._encode_utf8(data), data).astype(dtype, copy=False)
@@ -138,7 +156,7 @@ class Encoder:
     def _encode_group(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """encode_batch for a run of texts, in one C call: a text's pieces are those between
         its specials, and its last piece ends it."""
-        encoded = [t.encode("utf-8") for t in texts]  # lone surrogates raise here
+        encoded = list(map(str.encode, texts))  # UTF-8; lone surrogates raise here
         data, pieces, last_piece = self.specials.document_pieces(encoded)
         del encoded
         ids, piece_ends = self._call(data, pieces, want_ends=True)
@@ -188,11 +206,11 @@ class Encoder:
         n_out = ffi.new("int64_t *")
         text = data if isinstance(data, bytes) else _buf("uint8_t[]", data)
         if pieces is None:
-            rc = lib.bpe_encode(self._c, self._scanner, text, len(data), ffi.NULL, ffi.NULL,
-                                ffi.NULL, 1, ids, room, n_out, piece_ends)
+            rc = lib.bpe_encode(self._c, self._scanner, self._cache, text, len(data), ffi.NULL,
+                                ffi.NULL, ffi.NULL, 1, ids, room, n_out, piece_ends)
         else:
             starts, ends, then_id = pieces
-            rc = lib.bpe_encode(self._c, self._scanner, text, len(data),
+            rc = lib.bpe_encode(self._c, self._scanner, self._cache, text, len(data),
                                 _c_array("int64_t[]", starts, np.int64),
                                 _c_array("int64_t[]", ends, np.int64),
                                 _c_array("int32_t[]", then_id, np.int32), len(then_id), ids,

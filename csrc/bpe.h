@@ -57,6 +57,21 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
 
 void bpe_encoder_free(bpe_encoder *e);
 
+/* A cache of encoded units (unit_cache.h) that bpe_encode calls may share, holding at most
+ * max_bytes of memory (under 128 KB: nothing). Several threads may use one at once. Only
+ * the encoder and scanner of the calls that filled it may use it. */
+typedef struct bpe_unit_cache bpe_unit_cache;
+
+int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out);
+
+void bpe_unit_cache_free(bpe_unit_cache *c);
+
+/* What the cache holds (entries, and bytes in use: whole shards), and the distinct units
+ * looked up in it and found there since it was made. Shards in use by another thread at the
+ * moment are left out. */
+void bpe_unit_cache_stats(bpe_unit_cache *c, int64_t *entries, int64_t *bytes, int64_t *lookups,
+                          int64_t *hits);
+
 /* ---- decoding ---------------------------------------------------------------------------- */
 
 typedef struct bpe_decoder bpe_decoder;
@@ -112,8 +127,10 @@ int bpe_find_all(const uint8_t *text, int64_t n, int64_t from, const uint8_t *ne
  * ids gets the ids of all pieces in order (room for out_cap: one per byte of the pieces and
  * one per special always suffices), *n_out their number, and piece_ids_end[i], if it is not
  * NULL, the number of ids up to the end of piece i and its special. BPE_EUTF8 if a piece is
- * not valid UTF-8. */
-int bpe_encode(const bpe_encoder *e, const bpe_scanner *s, const uint8_t *text, int64_t n,
+ * not valid UTF-8. cache, if not NULL, gives and keeps the ids of units met before (made for
+ * this e and s; used only for inputs long enough to be encoded by distinct units). */
+int bpe_encode(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
+               const uint8_t *text, int64_t n,
                const int64_t *starts, const int64_t *ends, const int32_t *then_id,
                int64_t n_pieces, int32_t *ids, int64_t out_cap, int64_t *n_out,
                int64_t *piece_ids_end);

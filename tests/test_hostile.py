@@ -224,8 +224,8 @@ def test_encoder_rejects_bad_ids_and_pieces():
     for scanner in (pretokenizer("gpt2").scanner, pretokenizer(r"\S+").scanner):
         def encode(text, n_text, starts, ends, then_id, room=16, scanner=scanner):
             then = ffi.from_buffer("int32_t[]", np.array(then_id, np.int32))
-            return lib.bpe_encode(enc, scanner, text, n_text, i64(*starts), i64(*ends), then,
-                                  len(then_id), ids, room, n, ffi.NULL)
+            return lib.bpe_encode(enc, scanner, ffi.NULL, text, n_text, i64(*starts), i64(*ends),
+                                  then, len(then_id), ids, room, n, ffi.NULL)
         assert encode(b"abab", 4, [0], [4], [-1], room=3) == lib.BPE_EINVAL  # no room
         assert encode(b"abab", 4, [0], [4], [7], room=4) == lib.BPE_EINVAL  # none for the special
         assert encode(b"abab", -1, [0], [4], [-1]) == lib.BPE_EINVAL
@@ -238,19 +238,20 @@ def test_encoder_rejects_bad_ids_and_pieces():
         assert list(ids[0:n[0]]) == [256, 9, 256]
         assert encode(b"abab", 4, [0], [4], [-1]) == lib.BPE_OK
         assert list(ids[0:n[0]]) == [256, 256]
-        assert lib.bpe_encode(enc, scanner, ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL, 0,
-                              ffi.NULL, 0, n, ffi.NULL) == lib.BPE_OK and n[0] == 0
+        none = ffi.NULL
+        assert lib.bpe_encode(enc, scanner, none, none, 0, none, none, none, 0, none, 0, n,
+                              none) == lib.BPE_OK and n[0] == 0
         # no pieces given: the whole text, which must then be one piece
-        assert lib.bpe_encode(enc, scanner, b"abab", 4, ffi.NULL, ffi.NULL, ffi.NULL, 1, ids, 4,
-                              n, ffi.NULL) == lib.BPE_OK and list(ids[0:n[0]]) == [256, 256]
-        assert lib.bpe_encode(enc, scanner, b"abab", 4, ffi.NULL, ffi.NULL, ffi.NULL, 2, ids, 4,
-                              n, ffi.NULL) == lib.BPE_EINVAL
-        assert lib.bpe_encode(enc, scanner, b"abab", 4, i64(0), ffi.NULL, ffi.NULL, 1, ids, 4,
-                              n, ffi.NULL) == lib.BPE_EINVAL
-        assert lib.bpe_encode(ffi.NULL, scanner, b"ab", 2, ffi.NULL, ffi.NULL, ffi.NULL, 1, ids,
-                              4, n, ffi.NULL) == lib.BPE_EINVAL
-        assert lib.bpe_encode(enc, ffi.NULL, b"ab", 2, ffi.NULL, ffi.NULL, ffi.NULL, 1, ids, 4,
-                              n, ffi.NULL) == lib.BPE_EINVAL
+        assert lib.bpe_encode(enc, scanner, none, b"abab", 4, none, none, none, 1, ids, 4, n,
+                              none) == lib.BPE_OK and list(ids[0:n[0]]) == [256, 256]
+        assert lib.bpe_encode(enc, scanner, none, b"abab", 4, none, none, none, 2, ids, 4, n,
+                              none) == lib.BPE_EINVAL
+        assert lib.bpe_encode(enc, scanner, none, b"abab", 4, i64(0), none, none, 1, ids, 4, n,
+                              none) == lib.BPE_EINVAL
+        assert lib.bpe_encode(none, scanner, none, b"ab", 2, none, none, none, 1, ids, 4, n,
+                              none) == lib.BPE_EINVAL
+        assert lib.bpe_encode(enc, none, none, b"ab", 2, none, none, none, 1, ids, 4, n,
+                              none) == lib.BPE_EINVAL
     # The same checks where the encoder scans units (from 64 KB of pieces).
     big = b"ab " * 30_000
     room = len(big) + 1
@@ -259,8 +260,8 @@ def test_encoder_rejects_bad_ids_and_pieces():
     for scanner in (pretokenizer("gpt2").scanner, pretokenizer(r"\S+").scanner):
         def encode_big(starts, stops, then_id, cap=room, text=big):
             then = ffi.from_buffer("int32_t[]", np.array(then_id, np.int32))
-            return lib.bpe_encode(enc, scanner, text, len(text), i64(*starts), i64(*stops),
-                                  then, len(then_id), many, cap, n, ends)
+            return lib.bpe_encode(enc, scanner, ffi.NULL, text, len(text), i64(*starts),
+                                  i64(*stops), then, len(then_id), many, cap, n, ends)
         assert encode_big([0], [len(big)], [-1], cap=len(big) - 1) == lib.BPE_EINVAL
         assert encode_big([0], [len(big) + 1], [-1]) == lib.BPE_EINVAL
         assert encode_big([0, 10], [len(big), 9], [-1, -1]) == lib.BPE_EINVAL

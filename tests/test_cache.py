@@ -1,0 +1,149 @@
+"""The cache of encoded units a Tokenizer keeps from call to call (csrc/unit_cache.h): the
+same ids with it as without, within its bound, shared safely by threads, used by every
+method that encodes long inputs."""
+from __future__ import annotations
+
+import pickle
+import random
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpe_cffi
+from bpe_cffi import Tokenizer
+
+EOT = "<|endoftext|>"
+FAMILIES = ["gpt2", "cl100k", "o200k", r"\w+|[^\w\s]+|\s+"]  # the last: the regex path
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT])
+
+
+def _tokenizer(trained, pattern="gpt2", **kw) -> Tokenizer:
+    return Tokenizer(*trained, special_tokens=[EOT], pattern=pattern, **kw)
+
+
+def _new_words(seed: int, n: int) -> str:
+    """n words of letters and marks no earlier call has seen, with odd spacing and
+    punctuation: every unit new."""
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyzäöüéÉ字Ω\u0301"
+    out = []
+    for _ in range(n):
+        word = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        out.append(rng.choice([" ", "  ", "\n", "\t", " '"]) + word
+                   + rng.choice(["", ",", ".\n", "'s"]))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("pattern", FAMILIES)
+def test_same_ids_with_and_without_the_cache(trained, real_text, pattern):
+    # Each call from 64 KB on looks its distinct units up; later calls find what earlier
+    # ones kept, and a small cache empties its shards again and again on the way.
+    plain = _tokenizer(trained, pattern, cache_bytes=0)
+    cached = _tokenizer(trained, pattern)
+    small = _tokenizer(trained, pattern, cache_bytes=300_000)
+    texts = [real_text[:200_000], real_text[100_000:400_000], _new_words(1, 30_000),
+             real_text[:200_000], real_text]
+    for text in texts:
+        want = plain.encode_to_numpy(text)
+        assert np.array_equal(cached.encode_to_numpy(text), want)
+        assert np.array_equal(small.encode_to_numpy(text), want)
+    info = cached.cache_info()
+    assert 0 < info["hits"] < info["lookups"] and info["entries"] > 0
+    assert plain.cache_info() == {"entries": 0, "bytes": 0, "lookups": 0, "hits": 0}
+
+
+@given(words=st.lists(st.sampled_from(["a", " b", "cd ", "\n", "é", "字", "🙂", "'s", "  ", "1",
+                                       "22", " 333", "\r\n", ".", "/", "x\u0301", "ǅa", "Ab"]),
+                      min_size=1, max_size=40),
+       repeat=st.integers(1, 3))
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow,
+                                                  HealthCheck.function_scoped_fixture])
+def test_cached_units_in_new_surroundings(trained, words, repeat):
+    # The same units met again inside other texts (a unit's ids depend on its bytes alone).
+    plain = _tokenizer(trained, "o200k", cache_bytes=0)
+    cached = _tokenizer(trained, "o200k", cache_bytes=1 << 20)
+    base = "".join(words)
+    for k in range(repeat):
+        text = (base + " " * k + str(k)) * (70_000 // len(base) + 1)
+        assert np.array_equal(cached.encode_to_numpy(text), plain.encode_to_numpy(text))
+
+
+def test_second_call_finds_every_unit(trained):
+    # (Units of over 128 bytes or 64 ids are never kept: these words are shorter.)
+    tok = _tokenizer(trained, cache_bytes=64 << 20)
+    text = _new_words(7, 30_000)
+    tok.encode_to_numpy(text)
+    before = tok.cache_info()
+    tok.encode_to_numpy(text[:])
+    after = tok.cache_info()
+    looked = after["lookups"] - before["lookups"]
+    assert looked > 0 and after["hits"] - before["hits"] == looked
+
+
+@pytest.mark.parametrize("bound", [300_000, 4 << 20])
+def test_memory_stays_within_the_bound(trained, bound):
+    # Text where every unit is new: the cache keeps emptying shards, never growing past it.
+    tok = _tokenizer(trained, cache_bytes=bound)
+    for seed in range(6):
+        tok.encode_to_numpy(_new_words(seed, 40_000))
+        info = tok.cache_info()
+        assert 0 < info["bytes"] <= bound
+    assert info["entries"] > 0
+
+
+def test_threads_share_one_cache(trained, real_text):
+    # Eight threads encode overlapping texts at once through one small cache (shards are
+    # emptied while other threads read them): every result as without a cache.
+    plain = _tokenizer(trained, cache_bytes=0)
+    shared = _tokenizer(trained, cache_bytes=500_000, num_threads=2)
+    texts = [real_text[k * 40_000:k * 40_000 + 150_000] + _new_words(k, 5_000) for k in range(8)]
+    want = [plain.encode(t) for t in texts]
+    results = [None] * 8
+
+    def work(k):
+        results[k] = [shared.encode(texts[(k + j) % 8]) for j in range(3)]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(8):
+        assert results[k] == [want[(k + j) % 8] for j in range(3)]
+
+
+def test_every_method_uses_it(trained, real_text, tmp_path):
+    text = real_text[:300_000]
+    tok = _tokenizer(trained)
+    tok.encode(text)
+    found = tok.cache_info()["hits"]
+    tok.encode_batch([text[:100_000], text[100_000:]])
+    assert tok.cache_info()["hits"] > found
+    found = tok.cache_info()["hits"]
+    list(tok.encode_iterable(text.splitlines(keepends=True)))
+    assert tok.cache_info()["hits"] > found
+    found = tok.cache_info()["hits"]
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8")
+    tok.encode_file(str(path), str(tmp_path / "ids.npy"), num_workers=1)
+    assert tok.cache_info()["hits"] > found
+
+
+def test_cache_bytes_is_checked_and_kept(trained):
+    with pytest.raises(TypeError, match="cache_bytes"):
+        _tokenizer(trained, cache_bytes=1.5)
+    with pytest.raises(ValueError, match="cache_bytes"):
+        _tokenizer(trained, cache_bytes=-1)
+    tok = _tokenizer(trained, cache_bytes=1 << 20)
+    assert tok.cache_bytes == 1 << 20
+    assert pickle.loads(pickle.dumps(tok)).cache_bytes == 1 << 20
+    assert _tokenizer(trained).cache_bytes == bpe_cffi.tokenizer.DEFAULT_CACHE_BYTES
+    tiny = _tokenizer(trained, cache_bytes=1000)  # too small to keep anything: never used
+    tiny.encode_to_numpy("word " * 20_000)
+    assert tiny.cache_info()["entries"] == 0
