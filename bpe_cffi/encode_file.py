@@ -23,7 +23,8 @@ from .files import atomic_write
 from .iterator_counting import batches
 from .pool import process_pool, small_errors, spill_directory
 from .progress import progress_bar
-from .sources import STDIN, file_size, read_range, refuse_overwriting, resolve_inputs
+from .sources import (STDIN, decode_range, file_size, read_range_bytes, refuse_overwriting,
+                      resolve_inputs)
 
 
 DEFAULT_SEPARATOR = "<|endoftext|>"
@@ -115,9 +116,19 @@ def _encode_here(tokenizer, path: str, edges: Edges, target: int, text_field: st
         return
     out.document()
     for a, b in plan_file(path, edges, target):
-        out.write(tokenizer.encode_to_numpy(read_range(path, a, b),
-                                            allowed_special=allowed_special))
+        out.write(_encode_range(tokenizer, path, a, b, allowed_special))
         bar.update(b - a)
+
+
+def _encode_range(tokenizer, path: str, start: int, end: int, allowed_special) -> np.ndarray:
+    """The ids of bytes [start, end) of a text file, encoded from its UTF-8 as read: a str
+    made of it would be made UTF-8 again (16 MB: ~0.06 s of ~0.3 s)."""
+    data = read_range_bytes(path, start, end)
+    try:
+        return tokenizer._encoder_for(allowed_special).encode(data, tokenizer.dtype)
+    except (ValueError, UnicodeDecodeError):
+        decode_range(data, path, start)  # the error that says where it is not UTF-8
+        raise
 
 
 class _IdsFile:
@@ -206,7 +217,7 @@ def _encode_job(job) -> tuple[str | None, int, int, int]:
     if kind == "text":
         if end == start:
             return None, 0, 0, 0
-        ids = tok.encode_to_numpy(read_range(path, start, end), allowed_special=allowed_special)
+        ids = _encode_range(tok, path, start, end, allowed_special)
         ids.tofile(spill_path)
         return spill_path, len(ids), 0, end - start
     part_out = _IdsFile(np.dtype(tok.dtype), between)  # separators between its documents
