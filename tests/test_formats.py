@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import warnings
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,7 @@ import pytest
 import zstandard
 
 import bpe_cffi
-from bpe_cffi import Tokenizer
+from bpe_cffi import Tokenizer, documents
 
 EOT = "<|endoftext|>"
 
@@ -97,6 +98,24 @@ def test_text_field_errors_name_the_file(corpus, tmp_path):
     broken.write_bytes(b"not gzip at all")
     with pytest.raises(ValueError, match="broken.txt.gz: cannot be read"):
         bpe_cffi.count_words(broken)
+
+
+@pytest.mark.parametrize("reader", ["installed", "standard library"])
+def test_gzip_readers_agree_and_name_bad_files(corpus, tmp_path, monkeypatch, reader):
+    # isal (the "gzip" extra) when installed, else the standard library's gzip: the same
+    # documents, and a truncated or corrupt file is a ValueError naming it either way.
+    if reader == "standard library":
+        monkeypatch.setattr(documents, "_gzip", gzip)
+        monkeypatch.setattr(documents, "_GzipDataError", zlib.error)
+    want = bpe_cffi.count_words(corpus["jsonl"], [EOT], num_workers=1)
+    assert bpe_cffi.count_words(corpus["jsonl.gz"], [EOT], num_workers=1) == want
+    data = corpus["jsonl.gz"].read_bytes()
+    for name, bad in [("cut", data[:len(data) // 2]),
+                      ("corrupt", data[:20] + bytes(40) + data[60:])]:
+        path = tmp_path / f"{name}.jsonl.gz"
+        path.write_bytes(bad)
+        with pytest.raises(ValueError, match=f"{name}.jsonl.gz"):
+            bpe_cffi.count_words(path, num_workers=1)
 
 
 def test_cli_reads_standard_input(corpus, tmp_path):
