@@ -66,6 +66,16 @@ def utf8_offsets(pieces: Sequence[str]) -> tuple[bytes, np.ndarray]:
     return blob, offsets
 
 
+def utf8_documents(texts: Sequence[str]) -> tuple[bytes, np.ndarray]:
+    """utf8_offsets for documents: each made UTF-8 on its own, then the bytes joined. Joining
+    the strs first widens every character to the widest one's size (realmix's 408 k lines:
+    join and encode 89 ms against 55 + 40 ms), which only pays for many tiny pieces."""
+    encoded = list(map(str.encode, texts))  # lone surrogates raise UnicodeEncodeError here
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    return b"".join(encoded), offsets
+
+
 def _buf(ctype: str, data):
     return ffi.from_buffer(ctype, data)
 

@@ -123,28 +123,26 @@ class SpecialTokens:
         then_id.append(-1)
         return starts, ends, then_id
 
-    def document_pieces(self, encoded: Sequence[bytes]) -> tuple[bytes, Pieces, np.ndarray]:
-        """Documents' UTF-8 joined into one buffer, with its pieces: each document cut at its
-        own special tokens, so that no piece spans two documents (a special token that would
-        straddle two is found in neither); and the index of each document's last piece."""
-        data = b"".join(encoded)
-        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
-        doc_end = np.cumsum(lengths)
+    def document_pieces(self, data: bytes, offsets: np.ndarray) -> tuple[Pieces, np.ndarray]:
+        """The pieces of documents joined in one UTF-8 buffer (document i is
+        data[offsets[i]:offsets[i + 1]]): each document cut at its own special tokens, so that
+        no piece spans two documents (a special token that would straddle two is found in
+        neither); and the index of each document's last piece."""
+        n = len(offsets) - 1
         if not self.in_bytes(data):  # the usual case: one piece a document
-            pieces = (doc_end - lengths, doc_end, np.full(len(encoded), -1, np.int32))
-            return data, pieces, np.arange(len(encoded))
+            return (offsets[:-1], offsets[1:], np.full(n, -1, np.int32)), np.arange(n)
         starts, ends, then_id, n_pieces = [], [], [], []
-        for b, offset in zip(encoded, (doc_end - lengths).tolist()):
-            found = self.pieces(b)
+        for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+            found = self.pieces(data[a:b])
             if found is None:
-                starts.append([offset]), ends.append([offset + len(b)]), then_id.append([-1])
+                starts.append([a]), ends.append([b]), then_id.append([-1])
             else:
-                starts.append(np.asarray(found[0], np.int64) + offset)
-                ends.append(np.asarray(found[1], np.int64) + offset)
+                starts.append(np.asarray(found[0], np.int64) + a)
+                ends.append(np.asarray(found[1], np.int64) + a)
                 then_id.append(np.asarray(found[2], np.int32))
             n_pieces.append(len(then_id[-1]))
         pieces = (np.concatenate(starts), np.concatenate(ends), np.concatenate(then_id))
-        return data, pieces, np.cumsum(n_pieces) - 1
+        return pieces, np.cumsum(n_pieces) - 1
 
     def split(self, text: str) -> Iterator[tuple[str, bool]]:
         """Yields (piece, is_special) of a str in order; empty pieces are left out."""
