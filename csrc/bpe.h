@@ -57,6 +57,17 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
 
 void bpe_encoder_free(bpe_encoder *e);
 
+/* The ids of merges named by their tokens' bytes, as tokenizer files name them. Token i of the
+ * vocabulary is vocab[vocab_at[i] .. vocab_at[i + 1]) with id vocab_id[i] (bytes listed twice:
+ * the lowest id). Merge r's left token is parts[parts_at[2r] .. parts_at[2r + 1]), its right
+ * token parts[parts_at[2r + 1] .. parts_at[2r + 2]), and the token it makes both together.
+ * Writes their ids to left[r], right[r], merged[r]. BPE_EINVAL with *bad = 3r + k if merge r's
+ * left (k = 0), right (1) or merged (2) token is not in the vocabulary, else *bad = -1. */
+int bpe_merge_ids(const uint8_t *vocab, const int64_t *vocab_at, const int32_t *vocab_id,
+                  int64_t n_vocab, const uint8_t *parts, const int64_t *parts_at,
+                  int64_t n_merges, int32_t *left, int32_t *right, int32_t *merged,
+                  int64_t *bad);
+
 /* A cache of encoded units (unit_cache.h) that bpe_encode calls may share, holding at most
  * max_bytes of memory (under 128 KB: nothing). Several threads may use one at once. Only
  * the encoder and scanner of the calls that filled it may use it. */

@@ -99,19 +99,26 @@ static int find_whole_tokens(bpe_encoder *e, const int32_t *left, const int32_t 
         size = used;
         if (pass == 0 && !(arena = malloc((size_t)size + 1))) rc = BPE_ENOMEM;
     }
+    /* Each token that encodes to itself goes in with a count of 0, and then gets its id as its
+     * count: two tokens spelled alike encode alike, so they set the same id. */
     int32_t ids[SHORT_WORD];
+    int32_t *seq = malloc((size_t)n_ids * sizeof *seq + 1);  /* of the i-th such token */
+    int32_t *id = malloc((size_t)n_ids * sizeof *id + 1);    /* and its id */
+    if (rc == BPE_OK && (!seq || !id)) rc = BPE_ENOMEM;
+    int64_t n_whole = 0;
     word_batch batch = {.n = 0};
     for (int64_t t = 0; rc == BPE_OK && t < n_ids; t++) {
         if (len[t] < 2) continue;
         const uint8_t *w = arena + at[t];
         if (encode_short(e, w, len[t], ids) != 1) continue;
-        word_key k = word_key_of(w, len[t], size - at[t]);
-        int64_t known;
-        if (word_table_find(&e->whole, &k, &known)) continue; /* two ids, the same bytes */
-        rc = word_batch_push(&e->whole, &batch, k, ids[0], NULL);
-        if (rc == BPE_OK) rc = word_batch_flush(&e->whole, &batch); /* so find sees it */
+        id[n_whole] = ids[0];
+        rc = word_batch_push(&e->whole, &batch, word_key_of(w, len[t], size - at[t]), 0,
+                             seq + n_whole++);
     }
-    free(at), free(len), free(arena);
+    if (rc == BPE_OK) rc = word_batch_flush(&e->whole, &batch);
+    for (int64_t i = 0; rc == BPE_OK && i < n_whole; i++)
+        e->whole.slots[e->whole.slot_of[seq[i]]].count = id[i];
+    free(at), free(len), free(arena), free(seq), free(id);
     return rc;
 }
 
