@@ -2,7 +2,7 @@
  *
  * A 200 000-token vocabulary's merges name 600 000 tokens; looking each up in a Python dict
  * misses the cache on nearly every one (~0.25 s). Here the vocabulary goes into a word table
- * once and the merges' parts are looked up in batches whose slots are prefetched ahead. */
+ * once and the merges' parts are looked up with their slots prefetched a few lookups ahead. */
 #include <stdlib.h>
 
 #include "bpe.h"
@@ -27,6 +27,16 @@ static int offsets_ok(const int64_t *at, int64_t n) {
     return 1;
 }
 
+/* The key of part k of the merges: merge k / 3's left (k % 3 == 0), right (1) or both (2). */
+static word_key part_key(const uint8_t *parts, const int64_t *parts_at, int64_t k) {
+    const int64_t *at = parts_at + 2 * (k / 3);
+    int64_t from = k % 3 == 1 ? at[1] : at[0], to = k % 3 == 0 ? at[1] : at[2];
+    return word_key_of(parts + from, to - from, to - from);
+}
+
+/* How far ahead of its lookup a part's slot is prefetched. */
+#define LOOKAHEAD 16
+
 int bpe_merge_ids(const uint8_t *vocab, const int64_t *vocab_at, const int32_t *vocab_id,
                   int64_t n_vocab, const uint8_t *parts, const int64_t *parts_at,
                   int64_t n_merges, int32_t *left, int32_t *right, int32_t *merged,
@@ -41,42 +51,40 @@ int bpe_merge_ids(const uint8_t *vocab, const int64_t *vocab_at, const int32_t *
     *bad = -1;
     word_table t;
     int rc = word_table_init(&t, n_vocab);
-    int32_t *seq = malloc((size_t)(n_vocab + 3 * n_merges) * sizeof *seq + 1);
-    int32_t *id_of = malloc((size_t)n_vocab * sizeof *id_of + 1); /* by seq */
-    if (!seq || !id_of) rc = BPE_ENOMEM;
+    int32_t *seq = malloc((size_t)n_vocab * sizeof *seq + 1);
+    if (!seq) rc = BPE_ENOMEM;
     if (rc == BPE_OK) rc = add_all(&t, vocab, vocab_at, n_vocab, seq);
-    int64_t n_known = t.n; /* a part numbered from here on is in no token */
-    for (int64_t i = 0; rc == BPE_OK && i < n_known; i++) id_of[i] = INT32_MAX;
-    for (int64_t i = 0; rc == BPE_OK && i < n_vocab; i++) /* bytes listed twice: lowest id */
-        if (vocab_id[i] < id_of[seq[i]]) id_of[seq[i]] = vocab_id[i];
-
-    /* The parts of merge r lie side by side: left, right, and both together for the merged. */
-    int32_t *part_seq = seq + n_vocab;
-    word_batch b = {.n = 0};
-    for (int64_t r = 0; rc == BPE_OK && r < n_merges; r++) {
-        const int64_t *at = parts_at + 2 * r;
-        rc = word_batch_push(&t, &b, word_key_of(parts + at[0], at[1] - at[0], at[1] - at[0]),
-                             0, part_seq + 3 * r);
-        if (rc == BPE_OK)
-            rc = word_batch_push(&t, &b,
-                                 word_key_of(parts + at[1], at[2] - at[1], at[2] - at[1]), 0,
-                                 part_seq + 3 * r + 1);
-        if (rc == BPE_OK)
-            rc = word_batch_push(&t, &b,
-                                 word_key_of(parts + at[0], at[2] - at[0], at[2] - at[0]), 0,
-                                 part_seq + 3 * r + 2);
+    /* Each token's count becomes its id; bytes listed twice keep the lowest. */
+    for (int64_t i = 0; rc == BPE_OK && i < n_vocab; i++)
+        t.slots[t.slot_of[seq[i]]].count = INT32_MAX;
+    for (int64_t i = 0; rc == BPE_OK && i < n_vocab; i++) {
+        word_slot *slot = &t.slots[t.slot_of[seq[i]]];
+        if (vocab_id[i] < slot->count) slot->count = vocab_id[i];
     }
-    if (rc == BPE_OK) rc = word_batch_flush(&t, &b);
-    for (int64_t k = 0; rc == BPE_OK && k < 3 * n_merges; k++) {
-        if (part_seq[k] >= n_known) {
-            *bad = k; /* merge k / 3; its left, right or merged token for k % 3 */
+    free(seq);
+
+    /* Only looked up, never added: parts that are in no token stop the search at the first. */
+    word_key ahead[LOOKAHEAD];
+    int64_t n_parts = 3 * n_merges;
+    for (int64_t k = 0; k < LOOKAHEAD && k < n_parts; k++) {
+        ahead[k] = part_key(parts, parts_at, k);
+        word_table_prefetch(&t, ahead[k].hash);
+    }
+    for (int64_t k = 0; rc == BPE_OK && k < n_parts; k++) {
+        word_key key = ahead[k % LOOKAHEAD];
+        if (k + LOOKAHEAD < n_parts) {
+            ahead[k % LOOKAHEAD] = part_key(parts, parts_at, k + LOOKAHEAD);
+            word_table_prefetch(&t, ahead[k % LOOKAHEAD].hash);
+        }
+        int64_t id;
+        if (!word_table_find(&t, &key, &id)) {
+            *bad = k;
             rc = BPE_EINVAL;
         } else {
             int32_t *out = k % 3 == 0 ? left : k % 3 == 1 ? right : merged;
-            out[k / 3] = id_of[part_seq[k]];
+            out[k / 3] = (int32_t)id;
         }
     }
     word_table_free(&t);
-    free(seq), free(id_of);
     return rc;
 }
