@@ -184,9 +184,10 @@ class Tokenizer:
         each apart from the others, so the per-call cost is paid once and a unit that recurs
         across texts is encoded once."""
         texts = _checked_strs(texts, "encode_batch")
-        ids, ends = self._encoder_for(allowed_special).encode_batch(texts)
+        encoder = self._encoder_for(allowed_special)
+        ids, ends = encoder.encode_batch(texts)
         with _collector_paused():  # lists of ints hold no cycles for it to find
-            flat, out, start = ids.tolist(), [], 0
+            flat, out, start = encoder.as_list(ids), [], 0
             for end in ends.tolist():
                 out.append(flat[start:end])
                 start = end

@@ -175,12 +175,15 @@ def test_encode_to_numpy(tok):
 
 
 @pytest.mark.parametrize("top_id", [70_000, 1 << 20])
-def test_long_encode_list_equals_the_array(top_id):
+@pytest.mark.parametrize("repeat", [300, 20_000])  # 1 200 ids; 80 000, made of shared ints
+def test_long_encode_list_equals_the_array(top_id, repeat):
     tok = Tokenizer({i: bytes([i]) for i in range(256)} | {top_id: b"zz"}, [(b"z", b"z")])
-    text = "zz a " * 300  # 1 200 ids
+    text = "zz a " * repeat
     ids = tok.encode(text)
-    assert ids == tok.encode_to_numpy(text).tolist() == [top_id, 32, 97, 32] * 300
+    assert ids == tok.encode_to_numpy(text).tolist() == [top_id, 32, 97, 32] * repeat
     assert all(type(i) is int for i in ids)
+    batch = tok.encode_batch([text, "a zz", text])
+    assert batch == [ids, [97, 32, top_id], ids] and all(type(i) is int for i in batch[1])
 
 
 @given(text=mixed_text, cuts=st.lists(st.integers(0, 1 << 18), max_size=12))
