@@ -56,9 +56,9 @@ class Tokenizer:
         if isinstance(merges, MergeParts):  # as a file gave them
             self._merge_parts, self._merges = merges, None
         else:
-            self._merges = list(merges)
-            self._merge_parts = MergeParts.of(self._merges)
-            self._merges = [tuple(m) for m in self._merges]
+            pairs = list(merges)
+            self._merge_parts = MergeParts.of(pairs)  # checks that each is a pair of bytes
+            self._merges = [tuple(m) for m in pairs]
         self.vocab_size = max(self.id_to_token, default=-1) + 1
         #: the pre-tokenizer: .name is the family whose C scanner runs, or "regex"
         self.pretokenizer = pretokenizer(pattern)
