@@ -130,6 +130,8 @@ static int shard_make_room(const bpe_unit_cache *c, cache_shard *sh, uint32_t si
         uint8_t *arena = realloc(sh->arena, cap);
         if (!arena) return shard_clear(sh), 1;
         sh->arena = arena, sh->arena_cap = cap;
+        /* Grown to the bound, it may still lack room for this entry: start afresh then. */
+        if (sh->arena_used + size > sh->arena_cap) return shard_clear(sh), 1;
     }
     if (full_slots) { /* twice the slots, the entries put in again */
         cache_slot *old = sh->slots;

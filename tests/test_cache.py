@@ -147,3 +147,17 @@ def test_cache_bytes_is_checked_and_kept(trained):
     tiny = _tokenizer(trained, cache_bytes=1000)  # too small to keep anything: never used
     tiny.encode_to_numpy("word " * 20_000)
     assert tiny.cache_info()["entries"] == 0
+
+
+def test_long_units_in_a_cache_whose_bound_is_no_doubling(trained):
+    # 199 168 bytes: each shard's arena may grow 1 024 -> 2 048 -> 2 088 bytes, a last step
+    # smaller than a long unit's entry (up to 64 ids and 128 key bytes), which must then empty
+    # the shard rather than write past its arena.
+    plain = _tokenizer(trained, cache_bytes=0)
+    cached = _tokenizer(trained, cache_bytes=199_168)
+    rng = random.Random(7)
+    words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n))
+                     for n in (rng.randint(40, 120) for _ in range(20_000)))
+    for start in (0, 1000, 0):
+        text = words[start:]
+        assert np.array_equal(cached.encode_to_numpy(text), plain.encode_to_numpy(text))
