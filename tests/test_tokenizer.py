@@ -675,3 +675,25 @@ def test_encode_batch_to_numpy_on_threads(tok):
     docs = open(bpe_cffi.sample_path(), encoding="utf-8").read().split(EOT) * 8  # 3 MB: runs
     ids, offsets = tok.encode_batch_to_numpy(docs)
     assert [ids[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == tok.encode_batch(docs)
+
+
+@pytest.mark.parametrize("specials", [[EOT], [EOT, "<|end", "<pad>"]])
+@given(docs=st.lists(st.lists(st.sampled_from(["a", "é ", EOT, EOT[:5], EOT[5:], "<pad>",
+                                               "<|end", "d>", "<|", "\n"]), max_size=6)
+                     .map("".join), min_size=1, max_size=10),
+       repeat=st.sampled_from([1, 4000]))
+@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
+def test_document_pieces_equal_each_document_searched_alone(specials, docs, repeat):
+    # The specials of the joined documents are found once, unless one straddles two documents;
+    # either way the pieces are those of each document searched on its own. repeat: over
+    # 64 KB the search takes its array form.
+    from bpe_cffi.counter import utf8_documents
+    from bpe_cffi.specials import SpecialTokens
+    found = SpecialTokens(specials, {s: i for i, s in enumerate(specials)})
+    data, offsets = utf8_documents(docs * repeat)
+    (starts, ends, ids), last = found.document_pieces(data, offsets)
+    (want_starts, want_ends, want_ids), want_last = found._pieces_one_by_one(data, offsets)
+    assert list(map(int, starts)) == want_starts.tolist()
+    assert list(map(int, ends)) == want_ends.tolist()
+    assert list(map(int, ids)) == want_ids.tolist()
+    assert list(map(int, last)) == want_last.tolist()
