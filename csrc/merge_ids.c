@@ -66,7 +66,7 @@ int bpe_merge_ids(const uint8_t *vocab, const int64_t *vocab_at, const int32_t *
     /* Only looked up, never added: parts that are in no token stop the search at the first. */
     word_key ahead[LOOKAHEAD];
     int64_t n_parts = 3 * n_merges;
-    for (int64_t k = 0; k < LOOKAHEAD && k < n_parts; k++) {
+    for (int64_t k = 0; rc == BPE_OK && k < LOOKAHEAD && k < n_parts; k++) {
         ahead[k] = part_key(parts, parts_at, k);
         word_table_prefetch(&t, ahead[k].hash);
     }
