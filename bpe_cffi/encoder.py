@@ -269,8 +269,7 @@ def merge_ids(token_to_id: Mapping[bytes, int], merges: MergeParts):
                            _buf("int32_t[]", merged), bad)
     if bad[0] >= 0:
         r, k = divmod(bad[0], 3)
-        a, b = merges.data[merges.at[2 * r]:merges.at[2 * r + 1]], \
-            merges.data[merges.at[2 * r + 1]:merges.at[2 * r + 2]]
+        a, b = merges.pair(r)
         what, token = (("names the token", a), ("names the token", b),
                        ("makes the token", a + b))[k]
         raise ValueError(f"merge {r} {what} {token!r}, which is not in the vocabulary")

@@ -59,6 +59,11 @@ class MergeParts:
     def __len__(self) -> int:
         return (len(self.at) - 1) // 2
 
+    def pair(self, r: int) -> tuple[bytes, bytes]:
+        """Merge r's (left, right) pair of bytes."""
+        a, b, c = self.at[2 * r:2 * r + 3].tolist()
+        return self.data[a:b], self.data[b:c]
+
     def pairs(self) -> Merges:
         """The merges as (left, right) pairs of bytes, by rank."""
         tokens = split_at(self.data, self.at)
