@@ -275,6 +275,72 @@ static int encode_units(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cac
     return rc;
 }
 
+/* ---- through the cache: each unit looked up where it occurs ---- */
+
+/* Encodes pieces of text unit by unit: the cache's ids where it holds the unit, else the
+ * unit split and encoded (encode_direct) and kept in the cache. The units of a step of the
+ * cut (units_next) are hashed first and their slots asked for, so that the lookups' cache
+ * misses overlap. */
+static int encode_cached(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
+                         const uint8_t *text, const int64_t *starts, const int64_t *ends,
+                         const int32_t *then_id, int64_t n_pieces, int32_t *ids,
+                         int64_t out_cap, int64_t *n_out, int64_t *piece_ids_end) {
+    int64_t unit_end[UNITS_NEXT_MAX], n_units, out = 0, lookups = 0, hits = 0;
+    word_key keys[UNITS_NEXT_MAX];
+    int32_t near_end[UNIT_CACHE_MAX_IDS];
+    int64_t *word_ends = NULL, word_ends_cap = 0; /* scan_split's scratch for missed units */
+    int rc = BPE_OK;
+    for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++) {
+        const uint8_t *t = text + starts[p];
+        int64_t n = ends[p] - starts[p];
+        unit_cursor cursor;
+        units_start(&cursor);
+        while (rc == BPE_OK) {
+            int64_t from = cursor.start;
+            rc = units_next(s, t, n, &cursor, unit_end, &n_units);
+            if (rc != BPE_OK || n_units == 0) break;
+            for (int64_t j = 0, a = from; j < n_units; a = unit_end[j++]) {
+                keys[j] = word_key_of(t + a, unit_end[j] - a, n - a);
+                unit_cache_prefetch(cache, &keys[j]);
+            }
+            lookups += n_units;
+            for (int64_t j = 0; j < n_units && rc == BPE_OK; j++) {
+                const word_key *k = &keys[j];
+                int64_t m;
+                if (k->len == 1) {
+                    ids[out++] = e->byte_ids[k->ptr[0]];
+                    continue;
+                }
+                /* A hit may write two ids for one: near the end of ids, it goes aside. */
+                int aside = out + UNIT_CACHE_MAX_IDS > out_cap;
+                if (unit_cache_find(cache, k, aside ? near_end : ids + out, &m)) {
+                    hits++;
+                    if (aside) {
+                        if (out + m > out_cap) return free(word_ends), BPE_EINVAL;
+                        memcpy(ids + out, near_end, (size_t)m * sizeof *ids);
+                    }
+                    out += m;
+                    continue;
+                }
+                if (k->len > word_ends_cap) {
+                    int64_t *grown = resize_array(word_ends, k->len, sizeof *grown, &rc);
+                    if (!grown) break;
+                    word_ends = grown, word_ends_cap = k->len;
+                }
+                int64_t at = out;
+                rc = encode_direct(e, s, k->ptr, k->len, word_ends, ids, &out);
+                if (rc == BPE_OK) unit_cache_add(cache, k, ids + at, out - at);
+            }
+        }
+        if (rc == BPE_OK && then_id[p] >= 0) ids[out++] = then_id[p];
+        if (rc == BPE_OK && piece_ids_end) piece_ids_end[p] = out;
+    }
+    free(word_ends);
+    unit_cache_tally(cache, lookups, hits);
+    *n_out = out;
+    return rc;
+}
+
 /* ---- the entry point ---- */
 
 int bpe_encode(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
@@ -300,6 +366,9 @@ int bpe_encode(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache
         if (len > longest) longest = len;
     }
     if (out_cap < need || (need > 0 && !ids)) return BPE_EINVAL;
+    if (bytes >= DIRECT_MAX_BYTES && cache)
+        return encode_cached(e, s, cache, text, starts, ends, then_id, n_pieces, ids, out_cap,
+                             n_out, piece_ids_end);
     if (bytes >= DIRECT_MAX_BYTES)
         return encode_units(e, s, cache, text, starts, ends, then_id, n_pieces, need, ids,
                             out_cap, n_out, piece_ids_end);

@@ -1,72 +1,84 @@
 /* unit_cache.c - see unit_cache.h.
  *
- * A unit's shard is picked by the top bits of its hash and its slot by the low bits, so the
- * two are independent. A shard is a table of slots (open addressing, linear probing, at most
- * half full) and an arena where each entry's ids and key bytes lie back to back. Slots hold
- * the whole hash, so a probe compares key bytes only on a likely match. */
+ * A unit's shard is picked by the top bits of its hash and its slot by the bits above the
+ * low 24, so the two are independent. A shard is a table of 32-byte slots (open
+ * addressing, linear probing, at most half full) and an arena. A slot holds all a lookup of a
+ * unit of up to 16 bytes and two ids needs (most units of real text): its hash, its key, its
+ * ids; a longer entry keeps its ids and the rest of its key in the arena.
+ *
+ * Reads take no lock, so that a lookup of a unit, made once per unit of the input, costs
+ * loads only. Writers take the shard's lock (only tried, as unit_cache.h says) and:
+ * - add an entry by filling a free slot and then publishing its tag (release), so a reader
+ *   that sees the tag sees the rest;
+ * - move or clear slots (the table doubled, or the shard emptied at its bound) with the
+ *   shard's version odd, and bump it again when done. A reader notes the version before and
+ *   after its lookup: if it changed, what it read is thrown away and the unit counts as a
+ *   miss (a seqlock).
+ * A shard's slots and arena are allocated once, at their bound, when it is first written,
+ * and freed with the cache, so a reader never reads freed memory; the slots in use grow by
+ * doubling inside that block, which the kernel maps page by page as it is touched. */
+#define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE (big_alloc.h) */
 #include "unit_cache.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "big_alloc.h"
 
-#define UNIT_CACHE_SHARDS 64
-#define LOCK_TRIES 64     /* tries of a shard's lock before giving up on it */
-#define FIRST_SLOTS 64    /* a shard's slots when first written; doubled up to the bound */
-#define FIRST_ARENA 1024  /* and its arena's bytes */
-
-typedef struct {
-    uint64_t hash; /* 0: a free slot (a unit's hash of 0 is kept as 1) */
-    uint32_t at;   /* the entry's offset in the arena: n_ids ids, then key_len bytes */
-    uint16_t key_len, n_ids;
-} cache_slot;
-
-/* A shard grows by doubling from its first size to the bound, so a cache that serves small
- * inputs costs memory and page faults for what it holds, not for its bound (a fresh 64 MB
- * cache made the first encode of 9 MB 1.5x slower when all of it was cleared up front). */
-typedef struct {
-    atomic_flag busy;
-    cache_slot *slots; /* n_slots of them, a power of two; NULL until first written */
-    uint8_t *arena;
-    uint32_t n_slots, arena_cap, n_entries, arena_used;
-} cache_shard;
-
-struct bpe_unit_cache {
-    cache_shard shard[UNIT_CACHE_SHARDS];
-    uint32_t max_slots, max_arena; /* the bound of every shard; max_slots 0: keep nothing */
-    _Atomic int64_t lookups, hits;
-};
+#define LOCK_TRIES 64  /* tries of a shard's lock before giving up on it */
+#define FIRST_SLOTS 64 /* a shard's slots in use when first written; doubled up to the bound */
+#define INLINE_KEY UNIT_CACHE_INLINE_KEY
 
 int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out) {
     if (!out || max_bytes < 0) return BPE_EINVAL;
     *out = NULL;
-    bpe_unit_cache *c = calloc(1, sizeof *c);
+    bpe_unit_cache *c = aligned_alloc(64, sizeof *c);
     if (!c) return BPE_ENOMEM;
-    for (int i = 0; i < UNIT_CACHE_SHARDS; i++) atomic_flag_clear(&c->shard[i].busy);
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < UNIT_CACHE_SHARDS; i++) {
+        atomic_flag_clear(&c->shard[i].busy);
+        atomic_init(&c->shard[i].version, 0);
+        atomic_init(&c->shard[i].n_slots, 0);
+    }
     atomic_init(&c->lookups, 0);
     atomic_init(&c->hits, 0);
-    /* A shard: half its bytes slots, half arena. An entry of real text takes ~16 bytes of
-     * arena (two ids, an 8-byte key) and, at half load, two 16-byte slots: the two halves
-     * fill at about the same pace. Offsets are 32-bit, so a shard stays under 4 GB. */
+    /* A shard: three quarters of its bytes slots, a quarter arena. Most entries live in
+     * their slot alone (two 32-byte slots each at half load); the arena holds the longer
+     * ones. Offsets are 32-bit, so a shard stays under 4 GB. */
     int64_t per_shard = max_bytes / UNIT_CACHE_SHARDS;
     if (per_shard > ((int64_t)1 << 31)) per_shard = (int64_t)1 << 31;
+    int64_t slot_bytes = per_shard / 4 * 3;
     uint32_t n_slots = FIRST_SLOTS;
-    if ((int64_t)n_slots * (int64_t)sizeof(cache_slot) > per_shard / 2) {
+    if ((int64_t)n_slots * (int64_t)sizeof(cache_slot) > slot_bytes) {
         *out = c; /* too small to keep anything: a cache that always misses */
         return BPE_OK;
     }
-    while ((int64_t)n_slots * 2 * (int64_t)sizeof(cache_slot) <= per_shard / 2) n_slots *= 2;
+    while ((int64_t)n_slots * 2 * (int64_t)sizeof(cache_slot) <= slot_bytes) n_slots *= 2;
     c->max_slots = n_slots;
     c->max_arena = (uint32_t)(per_shard - (int64_t)n_slots * (int64_t)sizeof(cache_slot));
-    if (c->max_arena < FIRST_ARENA) c->max_arena = FIRST_ARENA;
+    /* Every shard's slots in one block and every arena in another, on huge pages when large
+     * (big_alloc.h): a lookup lands anywhere in them. Nothing is written up front, so the
+     * kernel backs only what the shards come to use. */
+    size_t slot_block = (size_t)UNIT_CACHE_SHARDS * n_slots * sizeof(cache_slot);
+    size_t arena_block = (size_t)UNIT_CACHE_SHARDS * c->max_arena;
+    c->slot_block = big_alloc(slot_block);
+    c->arena_block = big_alloc(arena_block ? arena_block : 1);
+    if (!c->slot_block || !c->arena_block) {
+        bpe_unit_cache_free(c);
+        return BPE_ENOMEM;
+    }
+    for (int i = 0; i < UNIT_CACHE_SHARDS; i++) {
+        c->shard[i].slots = (cache_slot *)c->slot_block + (size_t)i * n_slots;
+        c->shard[i].arena = (uint8_t *)c->arena_block + (size_t)i * c->max_arena;
+    }
     *out = c;
     return BPE_OK;
 }
 
 void bpe_unit_cache_free(bpe_unit_cache *c) {
     if (!c) return;
-    for (int i = 0; i < UNIT_CACHE_SHARDS; i++) free(c->shard[i].slots), free(c->shard[i].arena);
+    free(c->slot_block);
+    free(c->arena_block);
     free(c);
 }
 
@@ -80,109 +92,115 @@ static void shard_unlock(cache_shard *sh) {
     atomic_flag_clear_explicit(&sh->busy, memory_order_release);
 }
 
-static cache_shard *shard_of(bpe_unit_cache *c, uint64_t hash) {
-    return &c->shard[hash >> 58]; /* the top six bits: 64 shards */
+/* Where the entry of tag `tag` goes in slots (a free slot: the key is not there). */
+static cache_slot *free_slot(cache_slot *slots, uint32_t n_slots, uint64_t tag) {
+    uint32_t i = unit_cache_home(tag, n_slots);
+    while (atomic_load_explicit(&slots[i].tag, memory_order_relaxed) != 0)
+        i = (i + 1) & (n_slots - 1);
+    return &slots[i];
 }
 
-static uint64_t slot_hash(uint64_t hash) { return hash ? hash : 1; }
-
-/* The slot that holds k in the shard, or the free slot where it would go (under the lock). */
-static cache_slot *shard_probe(const cache_shard *sh, const word_key *k, uint64_t h) {
-    uint32_t mask = sh->n_slots - 1, i = (uint32_t)h & mask;
-    for (;; i = (i + 1) & mask) { /* at most half full: a free slot always ends the probe */
-        cache_slot *slot = &sh->slots[i];
-        if (slot->hash == 0) return slot;
-        if (slot->hash == h && slot->key_len == k->len &&
-            memcmp(sh->arena + slot->at + 4 * (size_t)slot->n_ids, k->ptr, (size_t)k->len) == 0)
-            return slot;
-    }
+/* Starts and ends a change to a shard that readers must not trust midway. */
+static void begin_change(cache_shard *sh) {
+    atomic_fetch_add_explicit(&sh->version, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
 }
 
-/* Empties a shard, keeping its memory (under its lock). */
-static void shard_clear(cache_shard *sh) {
-    memset(sh->slots, 0, (size_t)sh->n_slots * sizeof(cache_slot));
+static void end_change(cache_shard *sh) {
+    atomic_fetch_add_explicit(&sh->version, 1, memory_order_release);
+}
+
+static void shard_clear(cache_shard *sh, cache_slot *slots) {
+    begin_change(sh);
+    uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
+    for (uint32_t i = 0; i < n_slots; i++)
+        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
     sh->n_entries = sh->arena_used = 0;
+    end_change(sh);
 }
 
-/* Makes room in the shard for one more entry of `size` bytes (under its lock): its slots or
- * its arena doubled while under the bound, else the shard emptied. 0 if memory ran out
- * (the shard is then as it was, or empty). */
-static int shard_make_room(const bpe_unit_cache *c, cache_shard *sh, uint32_t size) {
-    if (!sh->slots) {
-        sh->slots = calloc(FIRST_SLOTS, sizeof(cache_slot));
-        sh->arena = malloc(FIRST_ARENA);
-        if (!sh->slots || !sh->arena) {
-            free(sh->slots), free(sh->arena);
-            sh->slots = NULL, sh->arena = NULL;
-            return 0;
-        }
-        sh->n_slots = FIRST_SLOTS, sh->arena_cap = FIRST_ARENA;
-    }
-    int full_slots = sh->n_entries + 1 > sh->n_slots / 2;
-    int full_arena = sh->arena_used + size > sh->arena_cap;
-    if ((full_slots && sh->n_slots >= c->max_slots) ||
-        (full_arena && sh->arena_cap >= c->max_arena)) {
-        shard_clear(sh); /* at the bound: start afresh */
-        return 1;
-    }
-    if (full_arena) {
-        uint32_t cap = sh->arena_cap > c->max_arena / 2 ? c->max_arena : 2 * sh->arena_cap;
-        uint8_t *arena = realloc(sh->arena, cap);
-        if (!arena) return shard_clear(sh), 1;
-        sh->arena = arena, sh->arena_cap = cap;
-        /* Grown to the bound, it may still lack room for this entry: start afresh then. */
-        if (sh->arena_used + size > sh->arena_cap) return shard_clear(sh), 1;
-    }
-    if (full_slots) { /* twice the slots, the entries put in again */
-        cache_slot *old = sh->slots;
-        uint32_t n_old = sh->n_slots;
-        cache_slot *slots = calloc(2 * (size_t)n_old, sizeof(cache_slot));
-        if (!slots) return shard_clear(sh), 1;
-        sh->slots = slots, sh->n_slots = 2 * n_old;
-        for (uint32_t i = 0; i < n_old; i++) {
-            if (old[i].hash == 0) continue;
-            uint32_t j = (uint32_t)old[i].hash & (sh->n_slots - 1);
-            while (slots[j].hash != 0) j = (j + 1) & (sh->n_slots - 1);
-            slots[j] = old[i];
-        }
-        free(old);
-    }
-    return 1;
+/* Copies a slot's words (a writer's move: readers see them only through the seqlock). */
+static void copy_slot(cache_slot *to, const cache_slot *from) {
+    atomic_store_explicit(&to->head, atomic_load_explicit(&from->head, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&to->tail, atomic_load_explicit(&from->tail, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&to->value, atomic_load_explicit(&from->value, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&to->tag, atomic_load_explicit(&from->tag, memory_order_relaxed),
+                          memory_order_relaxed);
 }
 
-int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t *ids, int64_t *n_ids) {
-    if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY) return 0;
-    cache_shard *sh = shard_of(c, k->hash);
-    if (!shard_lock(sh)) return 0;
-    int found = 0;
-    if (sh->slots) {
-        const cache_slot *slot = shard_probe(sh, k, slot_hash(k->hash));
-        if (slot->hash != 0) {
-            memcpy(ids, sh->arena + slot->at, 4 * (size_t)slot->n_ids);
-            *n_ids = slot->n_ids;
-            found = 1;
-        }
+/* The shard's slots in use doubled (under its lock), its entries put in again. */
+static void shard_double(cache_shard *sh, cache_slot *slots) {
+    uint32_t n_old = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
+    cache_slot *old = malloc((size_t)n_old * sizeof *old);
+    if (!old) {
+        shard_clear(sh, slots); /* no memory to move them: start afresh */
+        return;
     }
-    shard_unlock(sh);
-    return found;
+    begin_change(sh);
+    for (uint32_t i = 0; i < n_old; i++) copy_slot(&old[i], &slots[i]);
+    uint32_t n_slots = 2 * n_old;
+    for (uint32_t i = 0; i < n_slots; i++)
+        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
+    for (uint32_t i = 0; i < n_old; i++) {
+        uint64_t tag = atomic_load_explicit(&old[i].tag, memory_order_relaxed);
+        if (tag != 0) copy_slot(free_slot(slots, n_slots, tag), &old[i]);
+    }
+    atomic_store_explicit(&sh->n_slots, n_slots, memory_order_relaxed);
+    end_change(sh);
+    free(old);
+}
+
+/* Starts a shard's table when first written (under its lock). */
+static void shard_start(cache_shard *sh) {
+    if (atomic_load_explicit(&sh->n_slots, memory_order_relaxed) != 0) return;
+    for (uint32_t i = 0; i < FIRST_SLOTS; i++)
+        atomic_store_explicit(&sh->slots[i].tag, 0, memory_order_relaxed);
+    atomic_store_explicit(&sh->n_slots, FIRST_SLOTS, memory_order_release);
 }
 
 void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, int64_t n_ids) {
     if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY || n_ids > UNIT_CACHE_MAX_IDS || n_ids < 1)
         return;
-    uint32_t size = (uint32_t)(4 * n_ids + k->len + 3) & ~(uint32_t)3; /* entries 4-aligned */
-    cache_shard *sh = shard_of(c, k->hash);
+    cache_shard *sh = unit_cache_shard(c, k->hash);
     if (!shard_lock(sh)) return;
-    uint64_t h = slot_hash(k->hash);
-    /* Not there yet (another thread may have added it meanwhile), and room for it. */
-    if ((!sh->slots || shard_probe(sh, k, h)->hash == 0) && shard_make_room(c, sh, size)) {
-        cache_slot *slot = shard_probe(sh, k, h);
-        uint8_t *entry = sh->arena + sh->arena_used;
-        memcpy(entry, ids, 4 * (size_t)n_ids);
-        memcpy(entry + 4 * n_ids, k->ptr, (size_t)k->len);
-        *slot = (cache_slot){h, sh->arena_used, (uint16_t)k->len, (uint16_t)n_ids};
-        sh->arena_used += size;
-        sh->n_entries++;
+    shard_start(sh);
+    cache_slot *slots = sh->slots;
+    int64_t found;
+    int32_t scratch[UNIT_CACHE_MAX_IDS];
+    /* Not there yet (another thread may have added it meanwhile). */
+    if (!unit_cache_find(c, k, scratch, &found)) {
+        int long_entry = !unit_cache_is_inline(k->len, n_ids);
+        int64_t rest = k->len > INLINE_KEY ? k->len - INLINE_KEY : 0; /* key bytes past 16 */
+        uint32_t size = long_entry ? (uint32_t)(4 * n_ids + rest + 3) & ~3u : 0;
+        if (sh->arena_used + size > c->max_arena) shard_clear(sh, slots);
+        uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
+        if (sh->n_entries + 1 > n_slots / 2) {
+            if (n_slots < c->max_slots) shard_double(sh, slots);
+            else shard_clear(sh, slots); /* at the bound: start afresh */
+        }
+        if (sh->arena_used + size <= c->max_arena) {
+            uint64_t tag = unit_cache_tag(k, n_ids), value;
+            if (long_entry) {
+                uint8_t *entry = sh->arena + sh->arena_used;
+                memcpy(entry, ids, 4 * (size_t)n_ids);
+                if (rest) memcpy(entry + 4 * n_ids, k->ptr + INLINE_KEY, (size_t)rest);
+                value = sh->arena_used;
+                sh->arena_used += size;
+            } else {
+                value = (uint64_t)(uint32_t)ids[0] |
+                        (uint64_t)(uint32_t)(n_ids == 2 ? ids[1] : -1) << 32;
+            }
+            cache_slot *slot = free_slot(slots, atomic_load_explicit(&sh->n_slots,
+                                                                      memory_order_relaxed), tag);
+            atomic_store_explicit(&slot->head, k->head, memory_order_relaxed);
+            atomic_store_explicit(&slot->tail, k->tail, memory_order_relaxed);
+            atomic_store_explicit(&slot->value, value, memory_order_relaxed);
+            atomic_store_explicit(&slot->tag, tag, memory_order_release);
+            sh->n_entries++;
+        }
     }
     shard_unlock(sh);
 }
@@ -198,8 +216,11 @@ void bpe_unit_cache_stats(bpe_unit_cache *c, int64_t *entries, int64_t *bytes, i
     for (int i = 0; i < UNIT_CACHE_SHARDS; i++) {
         cache_shard *sh = &c->shard[i];
         if (!shard_lock(sh)) continue; /* busy: left out of this reading */
-        n += sh->n_entries;
-        used += (int64_t)sh->n_slots * (int64_t)sizeof(cache_slot) + sh->arena_cap;
+        if (atomic_load_explicit(&sh->n_slots, memory_order_relaxed)) {
+            n += sh->n_entries;
+            used += (int64_t)atomic_load_explicit(&sh->n_slots, memory_order_relaxed) *
+                        (int64_t)sizeof(cache_slot) + sh->arena_used;
+        }
         shard_unlock(sh);
     }
     *entries = n;

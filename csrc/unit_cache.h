@@ -19,19 +19,129 @@
 #ifndef UNIT_CACHE_H
 #define UNIT_CACHE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "bpe.h"
 #include "word_table.h"
 
+#define UNIT_CACHE_SHARDS 64
+#define UNIT_CACHE_INLINE_KEY 16 /* key bytes a slot holds */
+
+/* The layout is here so that the lookup, made once per unit of the input, is inlined; only
+ * unit_cache.c writes to a cache. */
+typedef struct {
+    /* 0: a free slot; else the unit's hash with its low 24 bits replaced by the key's length
+     * (bits 12-23) and the number of ids (bits 0-11, at least 1, so a tag is never 0). */
+    _Atomic uint64_t tag;
+    _Atomic uint64_t head, tail; /* the key's first sixteen bytes, as word_key has them */
+    /* A key of up to 16 bytes with one or two ids: the ids (the second -1 for one). Else the
+     * offset in the arena of the ids, then the key's bytes past the sixteenth. */
+    _Atomic uint64_t value;
+} cache_slot;
+
+typedef struct {
+    _Alignas(64) atomic_flag busy; /* the writers' lock; a shard to a cache line */
+    _Atomic uint32_t version;      /* odd while slots are moved or cleared */
+    _Atomic uint32_t n_slots;      /* slots in use, a power of two; 0 until first written */
+    cache_slot *slots;             /* room for max_slots; set when the cache is made */
+    uint8_t *arena;                /* max_arena bytes; set when the cache is made */
+    uint32_t n_entries, arena_used;
+} cache_shard;
+
+struct bpe_unit_cache {
+    cache_shard shard[UNIT_CACHE_SHARDS];
+    uint32_t max_slots, max_arena; /* the bound of every shard; max_slots 0: keep nothing */
+    void *slot_block, *arena_block; /* every shard's slots, and arenas, in one block each */
+    _Atomic int64_t lookups, hits;
+};
+
+static inline cache_shard *unit_cache_shard(bpe_unit_cache *c, uint64_t hash) {
+    return &c->shard[hash >> 58]; /* the top six bits: 64 shards */
+}
+
+static inline uint64_t unit_cache_tag(const word_key *k, int64_t n_ids) {
+    return (k->hash & ~(uint64_t)0xFFFFFF) | (uint64_t)k->len << 12 | (uint64_t)n_ids;
+}
+
+static inline uint32_t unit_cache_home(uint64_t hash, uint32_t n_slots) {
+    return (uint32_t)(hash >> 24) & (n_slots - 1);
+}
+
+/* Whether an entry's ids stay in its slot. */
+static inline int unit_cache_is_inline(int64_t len, int64_t n_ids) {
+    return len <= UNIT_CACHE_INLINE_KEY && n_ids <= 2;
+}
+
+/* Whether the slot's entry, of tag `tag`, has the key k: the caller has compared the tags,
+ * so the lengths agree. Past sixteen bytes, the key's rest is in the arena, after the ids;
+ * an offset read while a writer moves things may be stale, so it is checked to lie in the
+ * arena (the seqlock then throws the result away). */
+static inline int unit_cache_same_key(const bpe_unit_cache *c, const cache_shard *sh,
+                                      const cache_slot *slot, uint64_t tag, const word_key *k) {
+    if (atomic_load_explicit(&slot->head, memory_order_relaxed) != k->head ||
+        atomic_load_explicit(&slot->tail, memory_order_relaxed) != k->tail)
+        return 0;
+    if (k->len <= UNIT_CACHE_INLINE_KEY) return 1;
+    uint64_t at = atomic_load_explicit(&slot->value, memory_order_relaxed);
+    uint64_t from = at + 4 * (tag & 0xFFF), rest = (uint64_t)k->len - UNIT_CACHE_INLINE_KEY;
+    if (from + rest > c->max_arena) return 0;
+    return memcmp(sh->arena + from, k->ptr + UNIT_CACHE_INLINE_KEY, (size_t)rest) == 0;
+}
+
 /* Units with longer keys or more ids are not kept: they are rare, and one such entry
  * would crowd out many. */
-#define UNIT_CACHE_MAX_KEY 128
-#define UNIT_CACHE_MAX_IDS 64
+#define UNIT_CACHE_MAX_KEY 1024
+#define UNIT_CACHE_MAX_IDS 1024
 
 /* 1 if the cache holds the unit k: its ids are then in ids (room for k->len) and their number
  * in *n_ids; else 0. */
-int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t *ids, int64_t *n_ids);
+static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t *ids,
+                                  int64_t *n_ids) {
+    if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY) return 0;
+    cache_shard *sh = unit_cache_shard(c, k->hash);
+    uint32_t version = atomic_load_explicit(&sh->version, memory_order_acquire);
+    uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_acquire);
+    if (n_slots == 0 || (version & 1)) return 0;
+    const cache_slot *slots = sh->slots;
+    uint64_t want = unit_cache_tag(k, 0);
+    int found = 0;
+    /* At most half full, a free slot ends the probe; n_slots probes bound it even when a
+     * writer is moving slots meanwhile. */
+    for (uint32_t i = unit_cache_home(k->hash, n_slots), left = n_slots; left; left--) {
+        const cache_slot *slot = &slots[i];
+        uint64_t tag = atomic_load_explicit(&slot->tag, memory_order_acquire);
+        if (tag == 0) break;
+        if ((tag & ~(uint64_t)0xFFF) == want && unit_cache_same_key(c, sh, slot, tag, k)) {
+            uint64_t value = atomic_load_explicit(&slot->value, memory_order_relaxed);
+            int64_t n = (int64_t)(tag & 0xFFF);
+            if (unit_cache_is_inline(k->len, n)) {
+                ids[0] = (int32_t)(uint32_t)value, ids[1] = (int32_t)(uint32_t)(value >> 32);
+            } else {
+                if (value + 4 * (uint64_t)n > c->max_arena) break;
+                memcpy(ids, sh->arena + value, 4 * (size_t)n);
+            }
+            *n_ids = n;
+            found = 1;
+            break;
+        }
+        i = (i + 1) & (n_slots - 1);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    return found && atomic_load_explicit(&sh->version, memory_order_relaxed) == version;
+}
+
+/* Asks for the slot where a lookup of k starts, ahead of the lookup. */
+static inline void unit_cache_prefetch(bpe_unit_cache *c, const word_key *k) {
+#if defined(__GNUC__) || defined(__clang__)
+    const cache_shard *sh = unit_cache_shard(c, k->hash);
+    uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
+    if (n_slots) __builtin_prefetch(&sh->slots[unit_cache_home(k->hash, n_slots)]);
+#else
+    (void)c, (void)k;
+#endif
+}
 
 /* Keeps the ids of the unit k, if they fit the limits above and the shard's lock is free. */
 void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, int64_t n_ids);

@@ -64,34 +64,33 @@ static int letter_or_number_before(const bpe_scanner *s, const uint8_t *text, in
     return CLASS_BASE(cls) <= BASE_NUMBER;
 }
 
-int units_add(word_table *t, word_batch *batch, const bpe_scanner *s, const uint8_t *text,
-              int64_t n, int32_t *seq, int64_t *n_seq) {
-    int64_t n_out = 0, start = 0; /* start: where the current unit began */
-#define EMIT(end)                                                                               \
-    do {                                                                                        \
-        int64_t e_ = (end);                                                                     \
-        int rc_ = word_batch_push(t, batch, word_key_of(text + start, e_ - start, n - start), 1, \
-                                  seq ? &seq[n_out++] : NULL);                                  \
-        if (rc_ != BPE_OK) return rc_;                                                          \
-        start = e_;                                                                             \
-    } while (0)
+void units_start(unit_cursor *c) {
+    *c = (unit_cursor){.after_space = 1};
+}
+
+int units_next(const bpe_scanner *s, const uint8_t *text, int64_t n, unit_cursor *c,
+               int64_t *ends, int64_t *n_ends) {
+    int64_t k_out = 0;
     if (s->family == BPE_SCAN_PIECES) { /* the piece is one pre-token already */
-        if (!utf8_valid(text, n)) return BPE_EUTF8;
-        if (n > 0) EMIT(n);
-        if (n_seq) *n_seq = n_out;
+        if (c->base == 0 && n > 0) {
+            if (!utf8_valid(text, n)) return BPE_EUTF8;
+            ends[k_out++] = n;
+        }
+        c->base = c->start = n;
+        *n_ends = k_out;
         return BPE_OK;
     }
     const int line_rules = s->family != BPE_SCAN_GPT2; /* units.h: cl100k's and o200k's */
     /* In blocks of 64 bytes, whitespace is a bit mask (ASCII with SSE2, then each other
      * character decoded, which checks the UTF-8, and its bytes marked if it is whitespace),
      * and the cuts are read off it with count-trailing-zeros. The last block is copied and
-     * padded with non-whitespace ASCII. `after_space`, `after_break`: whether the byte before
-     * the block is whitespace, a line break; `next_space`, `next_cont`: the bytes of the
-     * block's last character that lie in the next block, if it is whitespace, and all of
-     * them. */
+     * padded with non-whitespace ASCII. The cursor carries from one block to the next whether
+     * the byte before it is whitespace, a line break (after_space, after_break), and the
+     * bytes of the block's last character that lie in the next block, if it is whitespace
+     * (next_space), and all of them (next_cont). */
     uint8_t last[64];
-    uint64_t after_space = 1, after_break = 0, next_space = 0, next_cont = 0;
-    for (int64_t base = 0; base < n; base += 64) {
+    int64_t base = c->base;
+    for (; base < n && k_out < UNITS_NEXT_MAX - 64; base += 64) {
         const uint8_t *block = text + base;
         uint64_t inside = ~(uint64_t)0; /* the bits of real bytes */
         if (n - base < 64) {
@@ -101,38 +100,64 @@ int units_add(word_table *t, word_batch *batch, const bpe_scanner *s, const uint
             inside = ((uint64_t)1 << (n - base)) - 1;
         }
         uint64_t high, line_break, space = block_masks(block, &high, &line_break);
-        space |= next_space;
-        high &= ~next_cont; /* checked with the character they belong to */
-        next_space = next_cont = 0;
+        space |= c->next_space;
+        high &= ~c->next_cont; /* checked with the character they belong to */
+        c->next_space = c->next_cont = 0;
         while (high) {
             int k = ctz64(high);
             uint32_t cp;
             int len = utf8_decode(text, n, base + k, &cp);
             if (len == 0) return BPE_EUTF8;
             uint64_t bits = (((uint64_t)1 << len) - 1) << k; /* the part inside this block */
-            if (k + len > 64) next_cont = ((uint64_t)1 << (k + len - 64)) - 1;
-            if (utf8_is_space(cp)) space |= bits, next_space = next_cont;
+            if (k + len > 64) c->next_cont = ((uint64_t)1 << (k + len - 64)) - 1;
+            if (utf8_is_space(cp)) space |= bits, c->next_space = c->next_cont;
             high &= ~bits;
         }
-        uint64_t cuts = space & ~((space << 1) | after_space); /* whitespace after text */
-        after_space = space >> 63;
+        uint64_t cuts = space & ~((space << 1) | c->after_space); /* whitespace after text */
+        c->after_space = space >> 63;
         if (line_rules) {
             for (uint64_t risky = cuts & line_break; risky; risky &= risky - 1) {
                 int k = ctz64(risky);
                 if (!letter_or_number_before(s, text, n, base + k))
                     cuts &= ~((uint64_t)1 << k);
             }
-            uint64_t after = ~space & ((line_break << 1) | after_break) & inside; /* after \r \n */
+            uint64_t after = ~space & ((line_break << 1) | c->after_break) & inside;
             if (s->family == BPE_SCAN_O200K) /* its punctuation takes a / after \r \n along */
                 for (uint64_t slash = after; slash; slash &= slash - 1)
                     if (text[base + ctz64(slash)] == '/') after &= ~(slash & -slash);
-            cuts |= after;
-            after_break = line_break >> 63;
+            cuts |= after; /* after \r \n */
+            c->after_break = line_break >> 63;
         }
-        for (; cuts; cuts &= cuts - 1) EMIT(base + (int64_t)ctz64(cuts));
+        for (; cuts; cuts &= cuts - 1) {
+            int64_t end = base + (int64_t)ctz64(cuts);
+            if (end > c->start) ends[k_out++] = end; /* (a cut at 0 ends no unit) */
+            c->start = end;
+        }
     }
-    if (start < n) EMIT(n); /* the last unit runs to the end */
-#undef EMIT
+    c->base = base;
+    if (base >= n && c->start < n) { /* the last unit runs to the end */
+        ends[k_out++] = n;
+        c->start = n;
+    }
+    *n_ends = k_out;
+    return BPE_OK;
+}
+
+int units_add(word_table *t, word_batch *batch, const bpe_scanner *s, const uint8_t *text,
+              int64_t n, int32_t *seq, int64_t *n_seq) {
+    int64_t ends[UNITS_NEXT_MAX], n_ends, n_out = 0;
+    unit_cursor c;
+    units_start(&c);
+    do {
+        int64_t start = c.start;
+        int rc = units_next(s, text, n, &c, ends, &n_ends);
+        if (rc != BPE_OK) return rc;
+        for (int64_t j = 0; j < n_ends; start = ends[j++]) {
+            rc = word_batch_push(t, batch, word_key_of(text + start, ends[j] - start, n - start),
+                                 1, seq ? &seq[n_out++] : NULL);
+            if (rc != BPE_OK) return rc;
+        }
+    } while (n_ends > 0);
     if (n_seq) *n_seq = n_out;
     return BPE_OK;
 }

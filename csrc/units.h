@@ -29,6 +29,24 @@
 #include "scan.h"
 #include "word_table.h"
 
+/* Where a cut of text into units has got to (units_next). */
+typedef struct {
+    int64_t base, start; /* the next block of 64 bytes; where the current unit began */
+    uint64_t after_space, after_break, next_space, next_cont; /* see units_next */
+} unit_cursor;
+
+#define UNITS_NEXT_MAX 512 /* room units_next needs for the ends of one step */
+
+/* Starts a cursor at the beginning of a text. */
+void units_start(unit_cursor *c);
+
+/* The ends of the next units of UTF-8 text[0 .. n) (one step: up to UNITS_NEXT_MAX) go to
+ * ends and their number to *n_ends; 0 once the text is done. BPE_EUTF8 if the text is not
+ * valid UTF-8 (overlong forms, surrogates and code points past U+10FFFF are invalid, as in
+ * Python). */
+int units_next(const bpe_scanner *s, const uint8_t *text, int64_t n, unit_cursor *c,
+               int64_t *ends, int64_t *n_ends);
+
 /* Queues each unit of UTF-8 text for adding to t (count 1 per occurrence) in batch, which the
  * caller flushes (word_batch_flush) when done: one batch serves many texts. If seq is not
  * NULL, each occurrence's number goes there in order (written by the flush; room for n: a
