@@ -158,14 +158,17 @@ class Encoder:
     def _batch_groups(self, texts: list[str]) -> list[list[str]]:
         """The texts in runs of about equal length, two a thread (as encode cuts one long
         text). Each run is made UTF-8 by its thread, so a batch is never held twice over
-        as bytes."""
-        total = sum(map(len, texts))
+        as bytes. The lengths come from a sample of ~1 000 texts, one every `step`: taking
+        every text's length cost realmix's 408 k lines 30 ms, a fifth of the whole call."""
+        step = max(1, len(texts) // 1024)
+        # reached[i]: about the characters of the texts before text (i + 1) * step
+        reached = np.cumsum(np.fromiter(map(len, texts[::step]), np.int64)) * step
+        total = int(reached[-1]) if len(reached) else 0
         n = min(_PARTS_PER_THREAD * self.num_threads, total // _THREAD_MIN_BYTES, len(texts))
         if self.num_threads <= 1 or n <= 1:
             return [texts]
-        ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
-        cuts = np.searchsorted(ends, total * np.arange(1, n) / n).tolist()
-        bounds = [0] + sorted(set(c + 1 for c in cuts if c + 1 < len(texts))) + [len(texts)]
+        cuts = (np.searchsorted(reached, total * np.arange(1, n) / n) + 1) * step
+        bounds = [0] + sorted(set(c for c in cuts.tolist() if 0 < c < len(texts))) + [len(texts)]
         return [texts[a:b] for a, b in zip(bounds, bounds[1:])]
 
     def _encode_group(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

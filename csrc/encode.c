@@ -277,67 +277,113 @@ static int encode_units(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cac
 
 /* ---- through the cache: each unit looked up where it occurs ---- */
 
-/* Encodes pieces of text unit by unit: the cache's ids where it holds the unit, else the
- * unit split and encoded (encode_direct) and kept in the cache. The units of a step of the
- * cut (units_next) are hashed first and their slots asked for, so that the lookups' cache
- * misses overlap. */
+/* Units are cut into a window, across as many pieces as fit, hashed, and their cache slots
+ * asked for; then the window is encoded. Lookups soon after their prefetch find nothing yet
+ * (a batch's documents are a few units each), so the window runs well ahead. */
+#define WINDOW (2 * UNITS_NEXT_MAX)
+
+typedef struct {
+    word_key key[WINDOW];
+    int64_t piece_end[WINDOW]; /* -1: key[j] is a unit; else piece piece_end[j] ends there */
+    int64_t n;
+} unit_window;
+
+/* Where a call has got to. */
+typedef struct {
+    const bpe_encoder *e;
+    const bpe_scanner *s;
+    bpe_unit_cache *cache;
+    int32_t *ids;
+    int64_t out, out_cap, lookups, hits;
+    int64_t *word_ends, word_ends_cap; /* scan_split's scratch for units the cache lacks */
+} cached_call;
+
+/* Cuts units into w from piece *p, at *cursor, on: whole pieces while there is room. */
+static int fill_window(cached_call *c, const uint8_t *text, const int64_t *starts,
+                       const int64_t *ends, int64_t n_pieces, int64_t *p, unit_cursor *cursor,
+                       unit_window *w) {
+    int64_t unit_end[UNITS_NEXT_MAX], n_units;
+    w->n = 0;
+    while (*p < n_pieces && w->n + UNITS_NEXT_MAX < WINDOW) {
+        const uint8_t *t = text + starts[*p];
+        int64_t n = ends[*p] - starts[*p], from = cursor->start;
+        int rc = units_next(c->s, t, n, cursor, unit_end, &n_units);
+        if (rc != BPE_OK) return rc;
+        for (int64_t j = 0; j < n_units; from = unit_end[j++]) {
+            w->key[w->n] = word_key_of(t + from, unit_end[j] - from, n - from);
+            unit_cache_prefetch(c->cache, &w->key[w->n]);
+            w->piece_end[w->n++] = -1;
+        }
+        if (cursor->start >= n) { /* the piece is done */
+            w->piece_end[w->n++] = (*p)++;
+            units_start(cursor);
+        }
+    }
+    return BPE_OK;
+}
+
+/* Writes the ids of the unit k at c->ids + c->out: the cache's, else split and encoded
+ * (encode_direct) and then kept in the cache. */
+static int encode_unit(cached_call *c, const word_key *k) {
+    if (k->len == 1) {
+        c->ids[c->out++] = c->e->byte_ids[k->ptr[0]];
+        return BPE_OK;
+    }
+    c->lookups++;
+    /* A hit may write two ids for one: near the end of ids, it goes aside. */
+    int32_t near_end[UNIT_CACHE_MAX_IDS];
+    int aside = c->out + UNIT_CACHE_MAX_IDS > c->out_cap;
+    int64_t m;
+    if (unit_cache_find(c->cache, k, aside ? near_end : c->ids + c->out, &m)) {
+        c->hits++;
+        if (aside) {
+            if (c->out + m > c->out_cap) return BPE_EINVAL;
+            memcpy(c->ids + c->out, near_end, (size_t)m * sizeof *c->ids);
+        }
+        c->out += m;
+        return BPE_OK;
+    }
+    int rc = BPE_OK;
+    if (k->len > c->word_ends_cap) {
+        int64_t *grown = resize_array(c->word_ends, k->len, sizeof *grown, &rc);
+        if (!grown) return rc;
+        c->word_ends = grown, c->word_ends_cap = k->len;
+    }
+    int64_t at = c->out;
+    rc = encode_direct(c->e, c->s, k->ptr, k->len, c->word_ends, c->ids, &c->out);
+    if (rc == BPE_OK) unit_cache_add(c->cache, k, c->ids + at, c->out - at);
+    return rc;
+}
+
+/* Encodes pieces of text unit by unit through the cache, a window at a time. Room for the
+ * ids: every unit has at most as many ids as bytes, which the caller's room allows for. */
 static int encode_cached(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
                          const uint8_t *text, const int64_t *starts, const int64_t *ends,
                          const int32_t *then_id, int64_t n_pieces, int32_t *ids,
                          int64_t out_cap, int64_t *n_out, int64_t *piece_ids_end) {
-    int64_t unit_end[UNITS_NEXT_MAX], n_units, out = 0, lookups = 0, hits = 0;
-    word_key keys[UNITS_NEXT_MAX];
-    int32_t near_end[UNIT_CACHE_MAX_IDS];
-    int64_t *word_ends = NULL, word_ends_cap = 0; /* scan_split's scratch for missed units */
+    cached_call c = {.e = e, .s = s, .cache = cache, .ids = ids, .out_cap = out_cap};
+    unit_window *w = malloc(sizeof *w);
+    if (!w) return BPE_ENOMEM;
+    unit_cursor cursor;
+    units_start(&cursor);
+    int64_t p = 0;
     int rc = BPE_OK;
-    for (int64_t p = 0; p < n_pieces && rc == BPE_OK; p++) {
-        const uint8_t *t = text + starts[p];
-        int64_t n = ends[p] - starts[p];
-        unit_cursor cursor;
-        units_start(&cursor);
-        while (rc == BPE_OK) {
-            int64_t from = cursor.start;
-            rc = units_next(s, t, n, &cursor, unit_end, &n_units);
-            if (rc != BPE_OK || n_units == 0) break;
-            for (int64_t j = 0, a = from; j < n_units; a = unit_end[j++]) {
-                keys[j] = word_key_of(t + a, unit_end[j] - a, n - a);
-                unit_cache_prefetch(cache, &keys[j]);
+    while (rc == BPE_OK && p < n_pieces) {
+        rc = fill_window(&c, text, starts, ends, n_pieces, &p, &cursor, w);
+        for (int64_t j = 0; rc == BPE_OK && j < w->n; j++) {
+            int64_t ended = w->piece_end[j];
+            if (ended < 0) {
+                rc = encode_unit(&c, &w->key[j]);
+                continue;
             }
-            lookups += n_units;
-            for (int64_t j = 0; j < n_units && rc == BPE_OK; j++) {
-                const word_key *k = &keys[j];
-                int64_t m;
-                if (k->len == 1) {
-                    ids[out++] = e->byte_ids[k->ptr[0]];
-                    continue;
-                }
-                /* A hit may write two ids for one: near the end of ids, it goes aside. */
-                int aside = out + UNIT_CACHE_MAX_IDS > out_cap;
-                if (unit_cache_find(cache, k, aside ? near_end : ids + out, &m)) {
-                    hits++;
-                    if (aside) {
-                        if (out + m > out_cap) return free(word_ends), BPE_EINVAL;
-                        memcpy(ids + out, near_end, (size_t)m * sizeof *ids);
-                    }
-                    out += m;
-                    continue;
-                }
-                if (k->len > word_ends_cap) {
-                    int64_t *grown = resize_array(word_ends, k->len, sizeof *grown, &rc);
-                    if (!grown) break;
-                    word_ends = grown, word_ends_cap = k->len;
-                }
-                int64_t at = out;
-                rc = encode_direct(e, s, k->ptr, k->len, word_ends, ids, &out);
-                if (rc == BPE_OK) unit_cache_add(cache, k, ids + at, out - at);
-            }
+            if (then_id[ended] >= 0) c.ids[c.out++] = then_id[ended];
+            if (piece_ids_end) piece_ids_end[ended] = c.out;
         }
-        if (rc == BPE_OK && then_id[p] >= 0) ids[out++] = then_id[p];
-        if (rc == BPE_OK && piece_ids_end) piece_ids_end[p] = out;
     }
-    free(word_ends);
-    unit_cache_tally(cache, lookups, hits);
-    *n_out = out;
+    free(w);
+    free(c.word_ends);
+    unit_cache_tally(cache, c.lookups, c.hits);
+    *n_out = c.out;
     return rc;
 }
 
