@@ -16,7 +16,7 @@ import numpy as np
 
 from ._lib import check, ffi, lib
 from .chunking import Edges
-from .counter import utf8_documents, utf8_offsets
+from .counter import utf8_offsets
 from .files import MergeParts, offsets_of
 from .patterns import Pretokenizer
 from .specials import Pieces, SpecialTokens
@@ -174,7 +174,7 @@ class Encoder:
     def _encode_group(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """encode_batch for a run of texts, in one C call: a text's pieces are those between
         its specials, and its last piece ends it."""
-        data, offsets = utf8_documents(texts)  # lone surrogates raise here
+        data, offsets = utf8_offsets(texts)  # lone surrogates raise here
         pieces, last_piece = self.specials.document_pieces(data, offsets)
         ids, piece_ends = self._call(data, pieces, want_ends=True)
         return self._checked(ids, data), piece_ends[last_piece]

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from .counter import Arrays, WordCounter, utf8_documents, utf8_offsets
+from .counter import Arrays, WordCounter, utf8_offsets
 from .patterns import pretokenizer
 from .pool import small_errors, spill_arrays
 from .sources import decode_range, read_range_bytes
@@ -55,7 +55,7 @@ class Tally:
         """Counts the units of each document apart: no unit joins two of them."""
         t = time.perf_counter()
         if self.pretokenizer.family is not None:
-            data, offsets = utf8_documents(docs)  # lone surrogates raise here
+            data, offsets = utf8_offsets(docs)  # lone surrogates raise here
             (starts, ends, _), _ = self.specials.document_pieces(data, offsets)
             self.units.add_units(self.pretokenizer.scanner, data, starts, ends)
             self.n_bytes += len(data)

@@ -129,6 +129,10 @@ int bpe_is_whitespace(uint32_t cp);
 int bpe_find_all(const uint8_t *text, int64_t n, int64_t from, const uint8_t *needle,
                  int64_t m, int64_t *out, int64_t cap, int64_t *n_found);
 
+/* Character offsets into UTF-8 text[0 .. n) made byte offsets, in place: offsets[0 .. k)
+ * ascending, each at most the text's number of characters (BPE_EINVAL if not). */
+int bpe_utf8_char_offsets(const uint8_t *text, int64_t n, int64_t *offsets, int64_t k);
+
 /* ---- encoding (encode.c) ------------------------------------------------------------------ */
 
 /* Encodes pieces of UTF-8 text, the one way in for every encode method: piece i is

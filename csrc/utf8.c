@@ -45,4 +45,40 @@ int utf8_valid(const uint8_t *text, int64_t n) {
     return 1;
 }
 
+/* The number of bytes of the eight in block that begin a character: not 10xxxxxx. */
+static int begun_in(uint64_t block) {
+    uint64_t starts = (~block | (block << 1)) & 0x8080808080808080ull; /* bit 7 of each byte */
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_popcountll(starts);
+#else
+    int k = 0;
+    for (; starts; starts &= starts - 1) k++;
+    return k;
+#endif
+}
+
+int bpe_utf8_char_offsets(const uint8_t *text, int64_t n, int64_t *offsets, int64_t k) {
+    int64_t i = 0, chars = 0; /* byte i begins character number `chars` */
+    for (int64_t j = 0; j < k; j++) {
+        int64_t want = offsets[j];
+        if (want < chars) return BPE_EINVAL;
+        /* Eight bytes at a time while the character sought lies past them: each byte that
+         * is not a continuation byte (10xxxxxx) begins a character. */
+        while (i + 8 <= n) {
+            uint64_t block;
+            memcpy(&block, text + i, 8);
+            int64_t begun = begun_in(block);
+            if (chars + begun > want) break;
+            /* The next byte may continue a character begun here: stop before it then. */
+            if (i + 8 < n && (text[i + 8] & 0xC0) == 0x80) break;
+            chars += begun, i += 8;
+        }
+        for (; i < n && (chars < want || (text[i] & 0xC0) == 0x80); i++)
+            chars += (text[i] & 0xC0) != 0x80;
+        if (chars != want) return BPE_EINVAL;
+        offsets[j] = i;
+    }
+    return BPE_OK;
+}
+
 int bpe_is_whitespace(uint32_t cp) { return utf8_is_space(cp); }

@@ -124,10 +124,22 @@ def test_counter_refuses_use_after_release():
                                  st.text(max_size=30)), max_size=12))
 def test_utf8_offsets_of_pieces(pieces):
     # Empty pieces too: the regex path gives one to each special token and each text's end.
-    from bpe_cffi.counter import utf8_documents, utf8_offsets
+    # Runs of ASCII longer than eight bytes, so that the C walk skips whole blocks too.
+    from bpe_cffi.counter import utf8_offsets
     pieces = [p.encode("utf-8", "replace").decode("utf-8") for p in pieces]  # no surrogates
-    want = [sum(len(p.encode()) for p in pieces[:k]) for k in range(len(pieces) + 1)]
-    for way in (utf8_offsets, utf8_documents):
-        blob, offsets = way(pieces)
+    for repeat in (1, 3):
+        pieces = [p * repeat for p in pieces] + ["plain ascii text"] * repeat
+        want = [sum(len(p.encode()) for p in pieces[:k]) for k in range(len(pieces) + 1)]
+        blob, offsets = utf8_offsets(pieces)
         assert blob == "".join(pieces).encode("utf-8")
         assert offsets.tolist() == want
+
+
+def test_utf8_char_offsets_refuses_offsets_past_the_text():
+    from bpe_cffi._lib import ffi, lib
+    text = "é字🙂 abc".encode()
+    for offsets, rc in (([0, 3, 7], 0), ([0, 8], lib.BPE_EINVAL), ([2, 1], lib.BPE_EINVAL)):
+        buf = ffi.new("int64_t[]", offsets)
+        assert lib.bpe_utf8_char_offsets(text, len(text), buf, len(offsets)) == rc
+        if rc == 0:
+            assert list(buf) == [0, len("é字🙂".encode()), len(text)]

@@ -515,6 +515,12 @@ def test_encode_batch_regex_path_and_errors(trained):
     assert plain.encode_batch(texts) == tok.encode_batch(texts)
     with pytest.raises(TypeError, match="takes str"):
         tok.encode_batch(["a", b"b"])
+    # Items are checked only once something fails on one: also from the threads of a large
+    # batch, and for an item that has no length at all.
+    many = ["some words of a line"] * 200_000
+    for bad in (b"b", 7, None):
+        with pytest.raises(TypeError, match="encode_batch_to_numpy takes str"):
+            tok.encode_batch_to_numpy(many[:150_000] + [bad] + many[150_000:])
     with pytest.raises(TypeError):
         tok.encode_batch("not a list of texts but a str is iterable".encode())
     with pytest.raises(UnicodeEncodeError):
@@ -687,10 +693,10 @@ def test_document_pieces_equal_each_document_searched_alone(specials, docs, repe
     # The specials of the joined documents are found once, unless one straddles two documents;
     # either way the pieces are those of each document searched on its own. repeat: over
     # 64 KB the search takes its array form.
-    from bpe_cffi.counter import utf8_documents
+    from bpe_cffi.counter import utf8_offsets
     from bpe_cffi.specials import SpecialTokens
     found = SpecialTokens(specials, {s: i for i, s in enumerate(specials)})
-    data, offsets = utf8_documents(docs * repeat)
+    data, offsets = utf8_offsets(docs * repeat)
     (starts, ends, ids), last = found.document_pieces(data, offsets)
     (want_starts, want_ends, want_ids), want_last = found._pieces_one_by_one(data, offsets)
     assert list(map(int, starts)) == want_starts.tolist()
