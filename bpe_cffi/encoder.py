@@ -28,6 +28,9 @@ _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at leas
 # half holds 1.7x the distinct units of its first), and two parts a thread even that out at
 # the price of a few more units encoded once per part.
 _PARTS_PER_THREAD = 2
+# A batch is cut finer, so that the UTF-8 of the next run is made while the threads encode.
+_BATCH_PARTS_PER_THREAD = 8
+_BATCH_MIN_CHARS = 1 << 18
 
 
 class Encoder:
@@ -141,41 +144,57 @@ class Encoder:
 
     # ---- batches ----
 
-    def encode_batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The int32 ids of the texts back to back, and where each text's ids end (int64):
+    def encode_batch(self, texts: list[str], dtype=np.int32) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of the texts back to back (as dtype), and where each text's ids end (int64):
         each text a separate run of pieces, so nothing joins across two texts, while units
         shared by several are encoded once. A batch of over 2 MB is cut into runs of texts,
         encoded at once on the threads."""
         groups = self._batch_groups(texts)
-        encode = self._encode_regex if self.pretokenizer.family is None else self._encode_group
-        if len(groups) <= 1:
-            return encode(texts)
-        results = list(self._pool().map(encode, groups))
+        if self.pretokenizer.family is None:
+            results = list(self._pool().map(self._encode_regex, groups)) \
+                if len(groups) > 1 else [self._encode_regex(texts)]
+        elif len(groups) <= 1:
+            results = [self._encode_prepared(*self._prepare(texts))]
+        else:
+            # The UTF-8 of each run is made here, run after run, while the threads encode the
+            # runs before it: made on the threads, it holds the GIL there, and the two threads
+            # waited on each other for it (realmix's 408 k lines: 135-158 against 100-112 ms).
+            pool = self._pool()
+            futures = [pool.submit(self._encode_prepared, *self._prepare(group))
+                       for group in groups]
+            results = [f.result() for f in futures]
+        if len(results) == 1:
+            return results[0][0].astype(dtype, copy=False), results[0][1]
         offsets = np.cumsum([0] + [len(ids) for ids, _ in results[:-1]])
-        return (np.concatenate([ids for ids, _ in results]),
+        return (np.concatenate([ids for ids, _ in results], dtype=dtype, casting="unsafe"),
                 np.concatenate([ends + offset for (_, ends), offset in zip(results, offsets)]))
 
     def _batch_groups(self, texts: list[str]) -> list[list[str]]:
-        """The texts in runs of about equal length, two a thread (as encode cuts one long
-        text). Each run is made UTF-8 by its thread, so a batch is never held twice over
-        as bytes. The lengths come from a sample of ~1 000 texts, one every `step`: taking
-        every text's length cost realmix's 408 k lines 30 ms, a fifth of the whole call."""
+        """The texts in runs of about equal length, _BATCH_PARTS_PER_THREAD a thread. The
+        lengths come from a sample of ~1 000 texts, one every `step`: taking every text's
+        length cost realmix's 408 k lines 30 ms, a fifth of the whole call."""
         step = max(1, len(texts) // 1024)
         # reached[i]: about the characters of the texts before text (i + 1) * step
         reached = np.cumsum(np.fromiter(map(len, texts[::step]), np.int64)) * step
         total = int(reached[-1]) if len(reached) else 0
-        n = min(_PARTS_PER_THREAD * self.num_threads, total // _THREAD_MIN_BYTES, len(texts))
+        n = min(_BATCH_PARTS_PER_THREAD * self.num_threads, total // _BATCH_MIN_CHARS,
+                len(texts))
         if self.num_threads <= 1 or n <= 1:
             return [texts]
         cuts = (np.searchsorted(reached, total * np.arange(1, n) / n) + 1) * step
         bounds = [0] + sorted(set(c for c in cuts.tolist() if 0 < c < len(texts))) + [len(texts)]
         return [texts[a:b] for a, b in zip(bounds, bounds[1:])]
 
-    def _encode_group(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """encode_batch for a run of texts, in one C call: a text's pieces are those between
-        its specials, and its last piece ends it."""
+    def _prepare(self, texts: list[str]):
+        """A run of texts as one UTF-8 buffer and its pieces: a text's pieces are those
+        between its specials, and its last piece ends it."""
         data, offsets = utf8_offsets(texts)  # lone surrogates raise here
         pieces, last_piece = self.specials.document_pieces(data, offsets)
+        return data, pieces, last_piece
+
+    def _encode_prepared(self, data: bytes, pieces: Pieces, last_piece: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """encode_batch of a prepared run of texts, in one C call."""
         ids, piece_ends = self._call(data, pieces, want_ends=True)
         return self._checked(ids, data), piece_ends[last_piece]
 
