@@ -18,7 +18,7 @@ from .specials import SpecialTokens, unique_specials
 
 _SUBSETS_KEPT = 8  # encoders kept for allowed_special sets other than "all"
 # The cache of encoded units (csrc/unit_cache.h): enough for every distinct unit of realmix
-# (27.5 MB; ~456 k units of ~50 bytes each with slots) and to carry a corpus's common ones.
+# (27.5 MB: 456 k units, 42 MB of slots and arena) and to carry a corpus's common ones.
 DEFAULT_CACHE_BYTES = 64 << 20
 
 #: allowed_special: "all" (every special token of the tokenizer) or a set of them
@@ -108,7 +108,7 @@ class Tokenizer:
 
     def cache_info(self) -> dict[str, int]:
         """The cache of encoded units: {"entries", "bytes" (memory in use), "lookups" and
-        "hits" (distinct units of each call looked up, and found)}."""
+        "hits" (units of more than a byte looked up, and found)}."""
         return self._encoder.cache_info()
 
     # ---- files ----

@@ -77,9 +77,9 @@ int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out);
 
 void bpe_unit_cache_free(bpe_unit_cache *c);
 
-/* What the cache holds (entries, and bytes in use: whole shards), and the distinct units
- * looked up in it and found there since it was made. Shards in use by another thread at the
- * moment are left out. */
+/* What the cache holds (entries, and bytes in use: the slots in use and the arena filled), and
+ * the units of more than a byte looked up in it and found there since it was made. Shards in
+ * use by another thread at the moment are left out. */
 void bpe_unit_cache_stats(bpe_unit_cache *c, int64_t *entries, int64_t *bytes, int64_t *lookups,
                           int64_t *hits);
 
@@ -143,7 +143,7 @@ int bpe_utf8_char_offsets(const uint8_t *text, int64_t n, int64_t *offsets, int6
  * one per special always suffices), *n_out their number, and piece_ids_end[i], if it is not
  * NULL, the number of ids up to the end of piece i and its special. BPE_EUTF8 if a piece is
  * not valid UTF-8. cache, if not NULL, gives and keeps the ids of units met before (made for
- * this e and s; used only for inputs long enough to be encoded by distinct units). */
+ * this e and s; used only for inputs of DIRECT_MAX_BYTES or more: encode.c). */
 int bpe_encode(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
                const uint8_t *text, int64_t n,
                const int64_t *starts, const int64_t *ends, const int32_t *then_id,

@@ -2,17 +2,19 @@
  *
  * A call encodes pieces of one buffer (the text between special tokens, or the texts of a
  * batch), each followed by a special token's id or by nothing, and reports where each
- * piece's ids end. It picks one of two ways by the size of the input:
+ * piece's ids end. It picks one of three ways:
  *
  * - direct, for short inputs: the scanner splits each piece and each pre-token is encoded
- *   where it occurs. For a text of a few hundred bytes, finding its distinct units costs more
- *   than it saves (realmix cut into texts, per call: 2.1 against 4.1 us at 50 characters,
- *   11.9 against 21.3 at 2 000);
- * - units, from DIRECT_MAX_BYTES on: the pieces are cut into units (units.h) and the distinct
- *   units counted in a hash table; the ids of those the cache holds (unit_cache.h: kept from
- *   earlier calls) are looked up, each other distinct unit is split once, each distinct
- *   pre-token of those is encoded once, and the ids of every occurrence are then copied from
- *   its unit (realmix: 3.56 M units, 456 k distinct, holding 261 k distinct pre-tokens).
+ *   where it occurs. For a text of a few hundred bytes, finding its units costs more than it
+ *   saves (realmix cut into texts, per call: 2.1 against 4.1 us at 50 characters, 11.9
+ *   against 21.3 at 2 000);
+ * - through the cache, from DIRECT_MAX_BYTES on: the pieces are cut into units (units.h) and
+ *   each unit is looked up in the cache (unit_cache.h: kept from earlier calls) where it
+ *   occurs; one the cache lacks is split and encoded there and then, and kept;
+ * - distinct units, from DIRECT_MAX_BYTES on without a cache: the distinct units are counted
+ *   in a table of the call's own, each is split once, each distinct pre-token of those is
+ *   encoded once, and the ids of every occurrence are then copied from its unit (realmix:
+ *   3.56 M units, 456 k distinct, holding 261 k distinct pre-tokens).
  *
  * All scratch memory belongs to the call: the encoder and the scanner are only read, and the
  * cache takes care of its own sharing, so calls may run at once on several threads. */
@@ -116,50 +118,29 @@ static void unit_table_seal(unit_table *ut, int64_t d) {
                        : (unit_ids){0, -2};
 }
 
-/* Distinct unit d of t as a key of the cache (which reads its bytes, length and hash). */
-static word_key unit_key(const word_table *t, int64_t d) {
-    int64_t len;
-    const uint8_t *p = word_table_key(t, d, &len);
-    return (word_key){p, len, 0, 0, t->hash[d]};
-}
-
-/* Fills ut with the ids of the distinct units the cache holds, from *used on in its arena;
- * the others' numbers go to missing, their count to *n_missing. */
-static void units_from_cache(bpe_unit_cache *cache, const word_table *t, unit_table *ut,
-                             int64_t *used, int64_t *missing, int64_t *n_missing) {
-    int64_t n = 0, hits = 0;
-    for (int64_t d = 0; d < t->n; d++) {
-        word_key k = unit_key(t, d);
-        int64_t m;
-        if (unit_cache_find(cache, &k, ut->arena + *used, &m)) {
-            ut->start[d] = *used;
-            ut->end[d] = *used += m;
-            unit_table_seal(ut, d);
-            hits++;
-        } else {
-            missing[n++] = d;
-        }
-    }
-    unit_cache_tally(cache, t->n, hits);
-    *n_missing = n;
-}
-
-/* The ids of the distinct units numbered in missing, from *used on in ut's arena (and into
- * the cache, if any). Most pre-tokens recur across distinct units, so each distinct
- * pre-token is encoded once too: the units are split and their pieces numbered in a table,
- * each piece is encoded, and each unit's ids are its pieces' ids. */
-static int encode_missing(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
-                          const word_table *t, const int64_t *missing, int64_t n_missing,
-                          unit_table *ut, int64_t *used) {
+/* The ids of the distinct units of t, one after another in ut's arena. Most pre-tokens recur
+ * across distinct units, so each distinct pre-token is encoded once too: the units are split
+ * and their pieces numbered in a table, each piece is encoded, and each unit's ids are its
+ * pieces' ids. */
+static int encode_distinct(const bpe_encoder *e, const bpe_scanner *s, const word_table *t,
+                           unit_table *ut) {
+    memset(ut, 0, sizeof *ut);
+    size_t n_units = (size_t)t->n;
+    ut->entry = malloc(n_units * sizeof *ut->entry + 1);
+    ut->start = malloc(n_units * sizeof *ut->start + 1);
+    ut->end = malloc(n_units * sizeof *ut->end + 1);
+    ut->arena = malloc((size_t)t->n_bytes * sizeof *ut->arena + 1); /* <= one id a byte */
+    if (!ut->entry || !ut->start || !ut->end || !ut->arena) return BPE_ENOMEM;
+    int64_t used = 0;
     word_table pieces;
     int rc = word_table_init(&pieces, t->n_bytes); /* a pre-token is at least a byte */
     if (rc != BPE_OK) return rc;
-    rc = word_table_reserve(&pieces, n_missing / 2); /* grown once at most, as a rule */
-    int64_t *first_piece = malloc((size_t)(n_missing + 1) * sizeof *first_piece);
+    rc = word_table_reserve(&pieces, t->n / 2); /* grown once at most, as a rule */
+    int64_t *first_piece = malloc((size_t)(t->n + 1) * sizeof *first_piece);
     int32_t *piece_at = malloc((size_t)t->n_bytes * sizeof *piece_at + 1); /* <= one per byte */
     if (!first_piece || !piece_at) rc = BPE_ENOMEM;
     if (rc == BPE_OK)
-        rc = units_split(t, s, missing, n_missing, &pieces, piece_at, first_piece);
+        rc = units_split(t, s, NULL, 0, &pieces, piece_at, first_piece);
 
     /* Each distinct piece's ids, back to back: at most one id per byte. */
     int64_t *piece_start = malloc((size_t)(pieces.n + 1) * sizeof *piece_start);
@@ -175,49 +156,18 @@ static int encode_missing(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_c
     if (rc == BPE_OK) piece_start[pieces.n] = n_piece_ids;
     word_table_free(&pieces);
 
-    for (int64_t i = 0; rc == BPE_OK && i < n_missing; i++) {
-        int64_t d = missing[i];
-        ut->start[d] = *used;
-        for (int64_t j = first_piece[i]; j < first_piece[i + 1]; j++) {
+    for (int64_t d = 0; rc == BPE_OK && d < t->n; d++) {
+        ut->start[d] = used;
+        for (int64_t j = first_piece[d]; j < first_piece[d + 1]; j++) {
             int32_t p = piece_at[j];
             int64_t m = piece_start[p + 1] - piece_start[p];
-            memcpy(ut->arena + *used, piece_ids + piece_start[p], (size_t)m * sizeof *ut->arena);
-            *used += m;
+            memcpy(ut->arena + used, piece_ids + piece_start[p], (size_t)m * sizeof *ut->arena);
+            used += m;
         }
-        ut->end[d] = *used;
+        ut->end[d] = used;
         unit_table_seal(ut, d);
-        if (cache) {
-            word_key k = unit_key(t, d);
-            unit_cache_add(cache, &k, ut->arena + ut->start[d], ut->end[d] - ut->start[d]);
-        }
     }
     free(first_piece), free(piece_at), free(piece_start), free(piece_ids);
-    return rc;
-}
-
-/* Each distinct unit's ids: from the cache where it holds them, else encoded. */
-static int encode_distinct(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
-                           const word_table *t, unit_table *ut) {
-    memset(ut, 0, sizeof *ut);
-    size_t n = (size_t)t->n;
-    ut->entry = malloc(n * sizeof *ut->entry + 1);
-    ut->start = malloc(n * sizeof *ut->start + 1);
-    ut->end = malloc(n * sizeof *ut->end + 1);
-    ut->arena = malloc((size_t)t->n_bytes * sizeof *ut->arena + 1); /* <= one id a byte */
-    int64_t *missing = malloc(n * sizeof *missing + 1);
-    if (!ut->entry || !ut->start || !ut->end || !ut->arena || !missing) {
-        free(missing);
-        return BPE_ENOMEM;
-    }
-    int64_t used = 0, n_missing = 0;
-    if (cache) {
-        units_from_cache(cache, t, ut, &used, missing, &n_missing);
-    } else {
-        for (int64_t d = 0; d < t->n; d++) missing[d] = d;
-        n_missing = t->n;
-    }
-    int rc = encode_missing(e, s, cache, t, missing, n_missing, ut, &used);
-    free(missing);
     return rc;
 }
 
@@ -254,14 +204,14 @@ static inline int write_occurrence(int32_t d, const unit_table *ut, int32_t *ids
     return BPE_OK;
 }
 
-static int encode_units(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
-                        const uint8_t *text, const int64_t *starts, const int64_t *ends,
+static int encode_units(const bpe_encoder *e, const bpe_scanner *s, const uint8_t *text,
+                        const int64_t *starts, const int64_t *ends,
                         const int32_t *then_id, int64_t n_pieces, int64_t room, int32_t *ids,
                         int64_t out_cap, int64_t *n_out, int64_t *piece_ids_end) {
     units u;
     unit_table ut;
     int rc = scan_units(s, text, starts, ends, then_id, n_pieces, room, &u);
-    if (rc == BPE_OK) rc = encode_distinct(e, s, cache, &u.distinct, &ut);
+    if (rc == BPE_OK) rc = encode_distinct(e, s, &u.distinct, &ut);
     else memset(&ut, 0, sizeof ut);
     int64_t out = 0, i = 0;
     for (int64_t p = 0; rc == BPE_OK && p < n_pieces; p++) {
@@ -412,12 +362,12 @@ int bpe_encode(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache
         if (len > longest) longest = len;
     }
     if (out_cap < need || (need > 0 && !ids)) return BPE_EINVAL;
-    if (bytes >= DIRECT_MAX_BYTES && cache)
+    if (bytes >= DIRECT_MAX_BYTES && cache && cache->max_slots) /* (0: keeps nothing) */
         return encode_cached(e, s, cache, text, starts, ends, then_id, n_pieces, ids, out_cap,
                              n_out, piece_ids_end);
     if (bytes >= DIRECT_MAX_BYTES)
-        return encode_units(e, s, cache, text, starts, ends, then_id, n_pieces, need, ids,
-                            out_cap, n_out, piece_ids_end);
+        return encode_units(e, s, text, starts, ends, then_id, n_pieces, need, ids, out_cap,
+                            n_out, piece_ids_end);
 
     for (int64_t p = 0; p < n_pieces; p++)
         if (!utf8_valid(text + starts[p], ends[p] - starts[p])) return BPE_EUTF8;

@@ -14,9 +14,9 @@
  *   shard's version odd, and bump it again when done. A reader notes the version before and
  *   after its lookup: if it changed, what it read is thrown away and the unit counts as a
  *   miss (a seqlock).
- * A shard's slots and arena are allocated once, at their bound, when it is first written,
- * and freed with the cache, so a reader never reads freed memory; the slots in use grow by
- * doubling inside that block, which the kernel maps page by page as it is touched. */
+ * Every shard's slots and arena are allocated once, at their bound, when the cache is made,
+ * and freed with it, so a reader never reads freed memory; the slots in use grow by doubling
+ * inside that block, which the kernel backs as it is touched. */
 #define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE (big_alloc.h) */
 #include "unit_cache.h"
 

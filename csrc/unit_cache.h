@@ -1,21 +1,21 @@
 /* unit_cache.h - the ids of units encoded by earlier calls, kept within a memory bound.
  *
- * bpe_encode encodes each distinct unit of its input once (encode.c); the cache carries those
- * ids from one call to the next, so a unit met again in a later call (most of them, in a
- * corpus read in chunks) is one lookup instead of a split and the BPE of its pre-tokens. A
+ * bpe_encode looks each unit of a long input up here where it occurs (encode.c), and keeps the
+ * ids of those it had to encode, so a unit met again, in the same call or a later one (most of
+ * them, in real text), is one lookup instead of a split and the BPE of its pre-tokens. A
  * unit's ids depend only on its bytes (it is split and merged alone), so an entry never goes
  * stale while the encoder and scanner it was made with live: one cache serves one tokenizer.
  *
  * Bounded: the memory is cut into UNIT_CACHE_SHARDS shards of equal size, each a table of
- * slots and an arena of entries, allocated when first written. A shard that is full is
- * emptied whole (no eviction order to keep up), so a cache never holds more than its bound,
- * even on text where every unit is new.
+ * slots and an arena of entries, reserved when the cache is made and touched as it fills. A
+ * shard that is full is emptied whole (no eviction order to keep up), so a cache never holds
+ * more than its bound, even on text where every unit is new.
  *
- * Shared: several threads may use one cache at once without the GIL. Each shard has a lock
- * that is only ever tried a few times, never waited on: a lookup that cannot take it is a
- * miss and an entry that cannot be added is dropped, which costs a unit's encoding at worst.
- * So no thread blocks on another, and a lock left taken (by a thread that vanished in a fork)
- * only turns that shard off. */
+ * Shared: several threads may use one cache at once without the GIL. A lookup takes no lock
+ * (unit_cache.c: a seqlock per shard); a writer only tries a shard's lock a few times, never
+ * waits on it, and an entry that cannot be added is dropped, which costs a unit's encoding at
+ * worst. So no thread blocks on another, and a lock left taken (by a thread that vanished in a
+ * fork) only stops that shard from growing. */
 #ifndef UNIT_CACHE_H
 #define UNIT_CACHE_H
 
