@@ -61,7 +61,11 @@ class Encoder:
         self._cache = ffi.NULL
         if cache_bytes:
             cache = ffi.new("bpe_unit_cache **")
-            check(lib.bpe_unit_cache_new(cache_bytes, cache), "bpe_unit_cache_new")
+            rc = lib.bpe_unit_cache_new(cache_bytes, cache)
+            if rc == lib.BPE_ENOMEM:  # the whole bound is reserved now, backed as it fills
+                raise MemoryError(f"cache_bytes={cache_bytes}: this machine cannot reserve "
+                                  "that much memory for the cache of encoded units")
+            check(rc, "bpe_unit_cache_new")
             self._cache = ffi.gc(cache[0], lib.bpe_unit_cache_free)
 
     def cache_info(self) -> dict[str, int]:

@@ -69,7 +69,7 @@ int bpe_merge_ids(const uint8_t *vocab, const int64_t *vocab_at, const int32_t *
                   int64_t *bad);
 
 /* A cache of encoded units (unit_cache.h) that bpe_encode calls may share, holding at most
- * max_bytes of memory (under 128 KB: nothing). Several threads may use one at once. Only
+ * max_bytes of memory (under about 175 KB: nothing). Several threads may use one at once. Only
  * the encoder and scanner of the calls that filled it may use it. */
 typedef struct bpe_unit_cache bpe_unit_cache;
 

@@ -59,10 +59,14 @@ int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out) {
     /* Every shard's slots in one block and every arena in another, on huge pages when large
      * (big_alloc.h): a lookup lands anywhere in them. Nothing is written up front, so the
      * kernel backs only what the shards come to use. */
-    size_t slot_block = (size_t)UNIT_CACHE_SHARDS * n_slots * sizeof(cache_slot);
-    size_t arena_block = (size_t)UNIT_CACHE_SHARDS * c->max_arena;
-    c->slot_block = big_alloc(slot_block);
-    c->arena_block = big_alloc(arena_block ? arena_block : 1);
+    uint64_t slot_block = (uint64_t)UNIT_CACHE_SHARDS * n_slots * sizeof(cache_slot);
+    uint64_t arena_block = (uint64_t)UNIT_CACHE_SHARDS * c->max_arena;
+    if (slot_block > SIZE_MAX || arena_block > SIZE_MAX) { /* a 32-bit size_t */
+        bpe_unit_cache_free(c);
+        return BPE_ENOMEM;
+    }
+    c->slot_block = big_alloc((size_t)slot_block);
+    c->arena_block = big_alloc(arena_block ? (size_t)arena_block : 1);
     if (!c->slot_block || !c->arena_block) {
         bpe_unit_cache_free(c);
         return BPE_ENOMEM;
@@ -148,7 +152,7 @@ static void shard_double(cache_shard *sh, cache_slot *slots) {
         uint64_t tag = atomic_load_explicit(&old[i].tag, memory_order_relaxed);
         if (tag != 0) copy_slot(free_slot(slots, n_slots, tag), &old[i]);
     }
-    atomic_store_explicit(&sh->n_slots, n_slots, memory_order_relaxed);
+    atomic_store_explicit(&sh->n_slots, n_slots, memory_order_release); /* after the zeroing */
     end_change(sh);
     free(old);
 }
@@ -161,8 +165,17 @@ static void shard_start(cache_shard *sh) {
     atomic_store_explicit(&sh->n_slots, FIRST_SLOTS, memory_order_release);
 }
 
+/* The bytes of an entry's arena part (its ids, then its key past the sixteenth byte), or 0
+ * for an entry held in its slot alone. */
+static int64_t arena_size(int64_t len, int64_t n_ids) {
+    if (unit_cache_is_inline(len, n_ids)) return 0;
+    int64_t rest = len > INLINE_KEY ? len - INLINE_KEY : 0;
+    return (4 * n_ids + rest + 3) & ~(int64_t)3; /* entries 4-aligned */
+}
+
 void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, int64_t n_ids) {
-    if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY || n_ids > UNIT_CACHE_MAX_IDS || n_ids < 1)
+    if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY || n_ids > UNIT_CACHE_MAX_IDS || n_ids < 1 ||
+        n_ids > k->len || arena_size(k->len, n_ids) > c->max_arena) /* (it would never fit) */
         return;
     cache_shard *sh = unit_cache_shard(c, k->hash);
     if (!shard_lock(sh)) return;
@@ -172,9 +185,8 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
     int32_t scratch[UNIT_CACHE_MAX_IDS];
     /* Not there yet (another thread may have added it meanwhile). */
     if (!unit_cache_find(c, k, scratch, &found)) {
-        int long_entry = !unit_cache_is_inline(k->len, n_ids);
         int64_t rest = k->len > INLINE_KEY ? k->len - INLINE_KEY : 0; /* key bytes past 16 */
-        uint32_t size = long_entry ? (uint32_t)(4 * n_ids + rest + 3) & ~3u : 0;
+        uint32_t size = (uint32_t)arena_size(k->len, n_ids);
         if (sh->arena_used + size > c->max_arena) shard_clear(sh, slots);
         uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
         if (sh->n_entries + 1 > n_slots / 2) {
@@ -183,7 +195,7 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
         }
         if (sh->arena_used + size <= c->max_arena) {
             uint64_t tag = unit_cache_tag(k, n_ids), value;
-            if (long_entry) {
+            if (size) {
                 uint8_t *entry = sh->arena + sh->arena_used;
                 memcpy(entry, ids, 4 * (size_t)n_ids);
                 if (rest) memcpy(entry + 4 * n_ids, k->ptr + INLINE_KEY, (size_t)rest);

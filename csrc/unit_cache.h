@@ -95,8 +95,14 @@ static inline int unit_cache_same_key(const bpe_unit_cache *c, const cache_shard
 #define UNIT_CACHE_MAX_KEY 1024
 #define UNIT_CACHE_MAX_IDS 1024
 
-/* 1 if the cache holds the unit k: its ids are then in ids (room for k->len) and their number
- * in *n_ids; else 0. */
+/* 1 if the cache holds the unit k: its ids are then in ids and their number in *n_ids; else 0.
+ * ids needs room for UNIT_CACHE_MAX_IDS: a lookup may write there before it finds that what it
+ * read changed meanwhile (and then returns 0), and a hit writes two ids for one.
+ *
+ * A writer may be rewriting the slots and arena bytes this reads. Slot words are atomics; the
+ * key and ids in the arena are plain bytes, read as a kernel seqlock reads its data: what is
+ * read while the version changes is thrown away, and every offset read from a slot is checked
+ * to lie inside the arena's block, which lives as long as the cache. */
 static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t *ids,
                                   int64_t *n_ids) {
     if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY) return 0;
@@ -116,6 +122,7 @@ static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t 
         if ((tag & ~(uint64_t)0xFFF) == want && unit_cache_same_key(c, sh, slot, tag, k)) {
             uint64_t value = atomic_load_explicit(&slot->value, memory_order_relaxed);
             int64_t n = (int64_t)(tag & 0xFFF);
+            if (n > UNIT_CACHE_MAX_IDS || n > k->len) break; /* a slot read mid-change */
             if (unit_cache_is_inline(k->len, n)) {
                 ids[0] = (int32_t)(uint32_t)value, ids[1] = (int32_t)(uint32_t)(value >> 32);
             } else {

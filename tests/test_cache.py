@@ -75,7 +75,7 @@ def test_cached_units_in_new_surroundings(trained, words, repeat):
 
 
 def test_second_call_finds_every_unit(trained):
-    # (Units of over 128 bytes or 64 ids are never kept: these words are shorter.)
+    # (Units of over 1 024 bytes or ids are never kept: these words are shorter.)
     tok = _tokenizer(trained, cache_bytes=64 << 20)
     text = _new_words(7, 30_000)
     tok.encode_to_numpy(text)
@@ -150,9 +150,9 @@ def test_cache_bytes_is_checked_and_kept(trained):
 
 
 def test_long_units_in_a_cache_whose_bound_is_no_doubling(trained):
-    # 199 168 bytes: each shard's arena may grow 1 024 -> 2 048 -> 2 088 bytes, a last step
-    # smaller than a long unit's entry (up to 64 ids and 128 key bytes), which must then empty
-    # the shard rather than write past its arena.
+    # 199 168 bytes: each shard has 64 slots and a 1 064-byte arena, which these long units
+    # (their ids and the key past 16 bytes: up to ~600 bytes an entry) fill in a few entries:
+    # the shard must then empty rather than write past its arena.
     plain = _tokenizer(trained, cache_bytes=0)
     cached = _tokenizer(trained, cache_bytes=199_168)
     rng = random.Random(7)
@@ -161,3 +161,17 @@ def test_long_units_in_a_cache_whose_bound_is_no_doubling(trained):
     for start in (0, 1000, 0):
         text = words[start:]
         assert np.array_equal(cached.encode_to_numpy(text), plain.encode_to_numpy(text))
+
+
+def test_an_entry_too_large_for_any_arena_empties_nothing(trained):
+    # 300 000 bytes: arenas of 2 639 bytes. A unit of 1 020 bytes of CJK characters rare
+    # enough to stay bytes (over 300 ids: with its key, an entry past 2 KB) can never be
+    # kept; it must not empty its shard on the way.
+    tok = _tokenizer(trained, cache_bytes=300_000)
+    tok.encode_to_numpy(_new_words(3, 20_000))
+    kept = tok.cache_info()["entries"]
+    rng = random.Random(5)
+    long_words = " ".join("".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(340))
+                          for _ in range(200))
+    tok.encode_to_numpy(long_words)
+    assert tok.cache_info()["entries"] >= kept
