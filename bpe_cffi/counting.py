@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable
 
 from .chunking import Edges, chunk_target, plan_file
@@ -145,6 +146,25 @@ def _take(more: WordCounter, more_stats: CountStats, total: WordCounter,
     stats.combine_s += more_stats.combine_s
 
 
+def _count_on_threads(tasks: list, threads: int, report, take) -> WordCounter:
+    """The word counts of ranges, dealt round-robin to threads that each tally and split
+    their share; the shares' counts are then added up."""
+    def count(group):
+        return tally_group(group, report).finish_counter()
+
+    with ThreadPoolExecutor(threads) as pool:
+        results = list(pool.map(count, [tasks[g::threads] for g in range(threads)]))
+    total = None
+    for words, *rest in results:
+        take(*rest)
+        if total is None:
+            total = words
+        else:
+            total.add(*words.export())
+            words.release()
+    return total
+
+
 def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,
                 num_workers: int | None, client, progress: bool
                 ) -> tuple[WordCounter, CountStats]:
@@ -183,7 +203,12 @@ def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,
         # Ranges dealt round-robin: each worker gets a mix of the corpus. The parent counts
         # the first group itself, so its counts need no transfer and become the total.
         groups = [tasks[g::n_groups] for g in range(n_groups)]
-        if n_groups <= 1:  # small inputs or one worker: no pool to start
+        threads = min(resolve_workers(None), len(tasks)) if num_workers is None else 1
+        if n_groups <= 1 and threads > 1 and pretok.family is not None:
+            # Below a process's worth: threads of this process, since the C scan runs
+            # without the GIL (count_words of realmix: 140-164 against 201-204 ms).
+            total = _count_on_threads(tasks, threads, bar.update, take)
+        elif n_groups <= 1:  # small inputs or one worker: no pool to start
             if not tasks:
                 total = WordCounter()
             else:
