@@ -20,11 +20,14 @@ for pattern in (bpe_cffi.GPT2_PATTERN, "(?:" + bpe_cffi.GPT2_PATTERN + ")"):
     assert tok.decode(ids) == text + "<|endoftext|>" + "x" * 500
     texts = [text[:3000], "", "a<|endoftext|>b", "<|endof", "text|>", text[3000:9000]]
     assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
-# Texts of 40 000 distinct words: the units' hash tables grow past 4 MB of slots.
+# Texts of 40 000 distinct words: the units' hash tables grow past 4 MB of slots; through the
+# cache (a small one empties its shards), and by distinct units without one.
 rng = random.Random(0)
-tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], num_threads=1)
-for _ in range(2):
-    words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
-                     for _ in range(40_000))
-    assert tok.decode(tok.encode(words)) == words
+for cache_bytes in (64 << 20, 300_000, 0):
+    tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], num_threads=1,
+                             cache_bytes=cache_bytes)
+    for _ in range(2):
+        words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
+                         for _ in range(40_000))
+        assert tok.decode(tok.encode(words)) == words
 print("smoke ok", len(merges), len(ids))
