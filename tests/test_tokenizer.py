@@ -492,7 +492,8 @@ def test_encode_batch_keeps_texts_apart(tok, tiktoken_enc):
 
 @pytest.mark.parametrize("threads", [1, 2, 5])
 def test_encode_batch_on_real_text(trained, real_text, tiktoken_enc, threads):
-    # Over 2 MB a batch is cut into runs of texts, encoded at once on the threads.
+    # Over 256 K characters a batch is cut into runs of texts (eight a thread), made UTF-8 by
+    # the calling thread while the threads encode the runs before.
     many = Tokenizer(*trained, special_tokens=[EOT], num_threads=threads)
     lines = (real_text * 6).splitlines(keepends=True)
     assert many.encode_batch(lines) == tiktoken_enc.encode_batch(lines, allowed_special="all")
