@@ -63,7 +63,7 @@ int bpe_counter_split_units(const bpe_counter *units, const bpe_scanner *s, bpe_
     if (!units || !words || !s) return BPE_EINVAL;
     /* Fewer distinct pre-tokens than units, as a rule: size the table once. */
     int rc = word_table_reserve(&words->table, words->table.n + units->table.n);
-    return rc == BPE_OK ? units_split(&units->table, s, NULL, 0, &words->table, NULL, NULL) : rc;
+    return rc == BPE_OK ? units_split(&units->table, s, &words->table, NULL, NULL) : rc;
 }
 
 void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes) {

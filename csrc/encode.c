@@ -140,7 +140,7 @@ static int encode_distinct(const bpe_encoder *e, const bpe_scanner *s, const wor
     int32_t *piece_at = malloc((size_t)t->n_bytes * sizeof *piece_at + 1); /* <= one per byte */
     if (!first_piece || !piece_at) rc = BPE_ENOMEM;
     if (rc == BPE_OK)
-        rc = units_split(t, s, NULL, 0, &pieces, piece_at, first_piece);
+        rc = units_split(t, s, &pieces, piece_at, first_piece);
 
     /* Each distinct piece's ids, back to back: at most one id per byte. */
     int64_t *piece_start = malloc((size_t)(pieces.n + 1) * sizeof *piece_start);
@@ -244,7 +244,7 @@ typedef struct {
     const bpe_scanner *s;
     bpe_unit_cache *cache;
     int32_t *ids;
-    int64_t out, out_cap, lookups, hits;
+    int64_t out, lookups, hits;
     int64_t *word_ends, word_ends_cap; /* scan_split's scratch for units the cache lacks */
 } cached_call;
 
@@ -280,16 +280,11 @@ static int encode_unit(cached_call *c, const word_key *k) {
         return BPE_OK;
     }
     c->lookups++;
-    /* A hit may write two ids for one: near the end of ids, it goes aside. */
-    int32_t near_end[UNIT_CACHE_MAX_IDS];
-    int aside = c->out + UNIT_CACHE_MAX_IDS > c->out_cap;
+    /* The lookup writes at most k->len ids (two for a unit of one or two ids), and ids has
+     * room for one a byte of what is left of the input, this unit included. */
     int64_t m;
-    if (unit_cache_find(c->cache, k, aside ? near_end : c->ids + c->out, &m)) {
+    if (unit_cache_find(c->cache, k, c->ids + c->out, &m)) {
         c->hits++;
-        if (aside) {
-            if (c->out + m > c->out_cap) return BPE_EINVAL;
-            memcpy(c->ids + c->out, near_end, (size_t)m * sizeof *c->ids);
-        }
         c->out += m;
         return BPE_OK;
     }
@@ -310,8 +305,8 @@ static int encode_unit(cached_call *c, const word_key *k) {
 static int encode_cached(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache,
                          const uint8_t *text, const int64_t *starts, const int64_t *ends,
                          const int32_t *then_id, int64_t n_pieces, int32_t *ids,
-                         int64_t out_cap, int64_t *n_out, int64_t *piece_ids_end) {
-    cached_call c = {.e = e, .s = s, .cache = cache, .ids = ids, .out_cap = out_cap};
+                         int64_t *n_out, int64_t *piece_ids_end) {
+    cached_call c = {.e = e, .s = s, .cache = cache, .ids = ids};
     unit_window *w = malloc(sizeof *w);
     if (!w) return BPE_ENOMEM;
     unit_cursor cursor;
@@ -363,8 +358,8 @@ int bpe_encode(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_cache *cache
     }
     if (out_cap < need || (need > 0 && !ids)) return BPE_EINVAL;
     if (bytes >= DIRECT_MAX_BYTES && cache && cache->max_slots) /* (0: keeps nothing) */
-        return encode_cached(e, s, cache, text, starts, ends, then_id, n_pieces, ids, out_cap,
-                             n_out, piece_ids_end);
+        return encode_cached(e, s, cache, text, starts, ends, then_id, n_pieces, ids, n_out,
+                             piece_ids_end);
     if (bytes >= DIRECT_MAX_BYTES)
         return encode_units(e, s, text, starts, ends, then_id, n_pieces, need, ids, out_cap,
                             n_out, piece_ids_end);

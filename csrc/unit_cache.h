@@ -95,9 +95,10 @@ static inline int unit_cache_same_key(const bpe_unit_cache *c, const cache_shard
 #define UNIT_CACHE_MAX_KEY 1024
 #define UNIT_CACHE_MAX_IDS 1024
 
-/* 1 if the cache holds the unit k: its ids are then in ids and their number in *n_ids; else 0.
- * ids needs room for UNIT_CACHE_MAX_IDS: a lookup may write there before it finds that what it
- * read changed meanwhile (and then returns 0), and a hit writes two ids for one.
+/* 1 if the cache holds the unit k (of at least two bytes): its ids are then in ids and their
+ * number in *n_ids; else 0. ids needs room for k->len ids: a lookup may write there before it
+ * finds that what it read changed meanwhile (and then returns 0), never more than k->len ids,
+ * and a hit on a unit of one id writes two.
  *
  * A writer may be rewriting the slots and arena bytes this reads. Slot words are atomics; the
  * key and ids in the arena are plain bytes, read as a kernel seqlock reads its data: what is

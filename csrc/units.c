@@ -164,25 +164,23 @@ int units_add(word_table *t, word_batch *batch, const bpe_scanner *s, const uint
 
 #define SPLIT_AHEAD 16 /* units whose slot is prefetched ahead of the split */
 
-int units_split(const word_table *units, const bpe_scanner *s, const int64_t *only,
-                int64_t n_only, word_table *words, int32_t *piece_seq, int64_t *first_piece) {
+int units_split(const word_table *units, const bpe_scanner *s, word_table *words,
+                int32_t *piece_seq, int64_t *first_piece) {
     const word_table *t = units;
     int64_t *ends = malloc((size_t)word_table_longest(t) * sizeof *ends);
     if (!ends) return BPE_ENOMEM;
     word_batch batch = {.n = 0};
-    int64_t n_pieces = 0, n = only ? n_only : t->n;
+    int64_t n_pieces = 0, n = t->n;
     int rc = BPE_OK;
     /* Insertion order: frequent units come early, so frequent pre-tokens do too, and the
      * trainer lays words out in this order, where packing the hot ones together pays. */
-    for (int64_t i = 0; i < n && rc == BPE_OK; i++) {
-        int64_t seq = only ? only[i] : i;
+    for (int64_t seq = 0; seq < n && rc == BPE_OK; seq++) {
         /* The units' slots are scattered over a large table: ask for them well ahead. */
-        if (i + SPLIT_AHEAD < n)
-            word_table_prefetch_seq(t, only ? only[i + SPLIT_AHEAD] : i + SPLIT_AHEAD);
+        if (seq + SPLIT_AHEAD < n) word_table_prefetch_seq(t, seq + SPLIT_AHEAD);
         const word_slot *u = &t->slots[t->slot_of[seq]];
         const uint8_t *p = t->arena + t->start[seq];
         int64_t k = scan_split(s, p, u->len, ends);
-        if (first_piece) first_piece[i] = n_pieces;
+        if (first_piece) first_piece[seq] = n_pieces;
         for (int64_t j = 0, from = 0; j < k && rc == BPE_OK; from = ends[j++]) {
             /* A unit that is one pre-token (a quarter of them) already has its key. */
             word_key key = k == 1 ? (word_key){p, u->len, u->head, u->tail, t->hash[seq]}

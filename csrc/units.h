@@ -56,13 +56,12 @@ int units_next(const bpe_scanner *s, const uint8_t *text, int64_t n, unit_cursor
 int units_add(word_table *t, word_batch *batch, const bpe_scanner *s, const uint8_t *text,
               int64_t n, int32_t *seq, int64_t *n_seq);
 
-/* Adds to `words` the pre-tokens (scan_split) of the words of `units`, each counted as often
- * as its unit: the n_only words numbered in `only` (in that order), or every word if `only`
- * is NULL. If piece_seq is not NULL, the number in `words` of each pre-token goes there in
+/* Adds to `words` the pre-tokens (scan_split) of every word of `units`, each counted as often
+ * as its unit. If piece_seq is not NULL, the number in `words` of each pre-token goes there in
  * order (room for units->n_bytes: at most one per byte), and first_piece[i] (room for one
- * more than the words split) says where the i-th word's begin. */
-int units_split(const word_table *units, const bpe_scanner *s, const int64_t *only,
-                int64_t n_only, word_table *words, int32_t *piece_seq, int64_t *first_piece);
+ * more than the words) says where word i's begin. */
+int units_split(const word_table *units, const bpe_scanner *s, word_table *words,
+                int32_t *piece_seq, int64_t *first_piece);
 
 /* Whether [start, end) pieces lie inside a buffer of n bytes. */
 int pieces_in_bounds(int64_t n, const int64_t *starts, const int64_t *ends, int64_t n_pieces);
