@@ -27,7 +27,6 @@
 
 #define LOCK_TRIES 64  /* tries of a shard's lock before giving up on it */
 #define FIRST_SLOTS 64 /* a shard's slots in use when first written; doubled up to the bound */
-#define INLINE_KEY UNIT_CACHE_INLINE_KEY
 
 int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out) {
     if (!out || max_bytes < 0) return BPE_EINVAL;
@@ -114,11 +113,11 @@ static void end_change(cache_shard *sh) {
     atomic_fetch_add_explicit(&sh->version, 1, memory_order_release);
 }
 
-static void shard_clear(cache_shard *sh, cache_slot *slots) {
+static void shard_clear(cache_shard *sh) {
     begin_change(sh);
     uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
     for (uint32_t i = 0; i < n_slots; i++)
-        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
+        atomic_store_explicit(&sh->slots[i].tag, 0, memory_order_relaxed);
     sh->n_entries = sh->arena_used = 0;
     end_change(sh);
 }
@@ -136,11 +135,11 @@ static void copy_slot(cache_slot *to, const cache_slot *from) {
 }
 
 /* The shard's slots in use doubled (under its lock), its entries put in again. */
-static void shard_double(cache_shard *sh, cache_slot *slots) {
+static void shard_double(cache_shard *sh) {
     uint32_t n_old = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
-    cache_slot *old = malloc((size_t)n_old * sizeof *old);
+    cache_slot *old = malloc((size_t)n_old * sizeof *old), *slots = sh->slots;
     if (!old) {
-        shard_clear(sh, slots); /* no memory to move them: start afresh */
+        shard_clear(sh); /* no memory to move them: start afresh */
         return;
     }
     begin_change(sh);
@@ -169,7 +168,7 @@ static void shard_start(cache_shard *sh) {
  * for an entry held in its slot alone. */
 static int64_t arena_size(int64_t len, int64_t n_ids) {
     if (unit_cache_is_inline(len, n_ids)) return 0;
-    int64_t rest = len > INLINE_KEY ? len - INLINE_KEY : 0;
+    int64_t rest = len > UNIT_CACHE_INLINE_KEY ? len - UNIT_CACHE_INLINE_KEY : 0;
     return (4 * n_ids + rest + 3) & ~(int64_t)3; /* entries 4-aligned */
 }
 
@@ -180,39 +179,37 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
     cache_shard *sh = unit_cache_shard(c, k->hash);
     if (!shard_lock(sh)) return;
     shard_start(sh);
-    cache_slot *slots = sh->slots;
     int64_t found;
     int32_t scratch[UNIT_CACHE_MAX_IDS];
     /* Not there yet (another thread may have added it meanwhile). */
     if (!unit_cache_find(c, k, scratch, &found)) {
-        int64_t rest = k->len > INLINE_KEY ? k->len - INLINE_KEY : 0; /* key bytes past 16 */
-        uint32_t size = (uint32_t)arena_size(k->len, n_ids);
-        if (sh->arena_used + size > c->max_arena) shard_clear(sh, slots);
+        uint32_t size = (uint32_t)arena_size(k->len, n_ids); /* at most max_arena: see above */
+        if (sh->arena_used + size > c->max_arena) shard_clear(sh);
         uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
         if (sh->n_entries + 1 > n_slots / 2) {
-            if (n_slots < c->max_slots) shard_double(sh, slots);
-            else shard_clear(sh, slots); /* at the bound: start afresh */
+            if (n_slots < c->max_slots) shard_double(sh);
+            else shard_clear(sh); /* at the bound: start afresh */
         }
-        if (sh->arena_used + size <= c->max_arena) {
-            uint64_t tag = unit_cache_tag(k, n_ids), value;
-            if (size) {
-                uint8_t *entry = sh->arena + sh->arena_used;
-                memcpy(entry, ids, 4 * (size_t)n_ids);
-                if (rest) memcpy(entry + 4 * n_ids, k->ptr + INLINE_KEY, (size_t)rest);
-                value = sh->arena_used;
-                sh->arena_used += size;
-            } else {
-                value = (uint64_t)(uint32_t)ids[0] |
-                        (uint64_t)(uint32_t)(n_ids == 2 ? ids[1] : -1) << 32;
-            }
-            cache_slot *slot = free_slot(slots, atomic_load_explicit(&sh->n_slots,
-                                                                      memory_order_relaxed), tag);
-            atomic_store_explicit(&slot->head, k->head, memory_order_relaxed);
-            atomic_store_explicit(&slot->tail, k->tail, memory_order_relaxed);
-            atomic_store_explicit(&slot->value, value, memory_order_relaxed);
-            atomic_store_explicit(&slot->tag, tag, memory_order_release);
-            sh->n_entries++;
+        uint64_t tag = unit_cache_tag(k, n_ids), value;
+        if (size) {
+            uint8_t *entry = sh->arena + sh->arena_used;
+            memcpy(entry, ids, 4 * (size_t)n_ids);
+            if (k->len > UNIT_CACHE_INLINE_KEY) /* the key past its sixteenth byte */
+                memcpy(entry + 4 * n_ids, k->ptr + UNIT_CACHE_INLINE_KEY,
+                       (size_t)(k->len - UNIT_CACHE_INLINE_KEY));
+            value = sh->arena_used;
+            sh->arena_used += size;
+        } else {
+            value = (uint64_t)(uint32_t)ids[0] |
+                    (uint64_t)(uint32_t)(n_ids == 2 ? ids[1] : -1) << 32;
         }
+        cache_slot *slot = free_slot(sh->slots, atomic_load_explicit(&sh->n_slots,
+                                                                     memory_order_relaxed), tag);
+        atomic_store_explicit(&slot->head, k->head, memory_order_relaxed);
+        atomic_store_explicit(&slot->tail, k->tail, memory_order_relaxed);
+        atomic_store_explicit(&slot->value, value, memory_order_relaxed);
+        atomic_store_explicit(&slot->tag, tag, memory_order_release);
+        sh->n_entries++;
     }
     shard_unlock(sh);
 }
