@@ -3,8 +3,9 @@
  * Within a word, the adjacent pair whose merge was learned earliest is merged first; among
  * equal pairs the leftmost goes first, which is the left-to-right, non-overlapping rule of
  * training. Short words (almost all of them) use a flat array and rescan for the lowest rank,
- * as tiktoken does; long ones a heap (long_word.c), so a 20 MB pre-token is O(n log n), not
- * O(n^2). A word whose bytes are a token's, and encode to that token, is one lookup instead.
+ * as tiktoken does; long ones a tree of the lowest ranks (long_word.c), so a 50 MB pre-token
+ * is O(n log n), not O(n^2). A word whose bytes are a token's, and encode to that token, is
+ * one lookup instead.
  *
  * The encoder is never written after construction, so one may serve several threads at
  * once. */

@@ -566,14 +566,11 @@ def test_a_token_whose_bytes_encode_to_other_tokens():
         assert tok.encode_batch(["abc", "abc ab abc"]) == [want[:2], want]
 
 
-@given(data=st.data())
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
-def test_random_merges_match_reference(data):
-    # Merges drawn at random rather than trained, so many tokens' bytes encode to several
-    # tokens: the whole-token lookup (csrc/encoder.c) must know which.
-    tokens = [b"a", b"b", b"c", b" "]
+def draw_merges(data, tokens: list[bytes], most: int):
+    """Up to `most` merges drawn at random from tokens (extended in place), and the
+    vocabulary they make."""
     merges = []
-    for _ in range(data.draw(st.integers(0, 60))):
+    for _ in range(data.draw(st.integers(0, most))):
         a, b = data.draw(st.sampled_from(tokens)), data.draw(st.sampled_from(tokens))
         if a + b not in tokens:
             merges.append((a, b))
@@ -581,6 +578,16 @@ def test_random_merges_match_reference(data):
     vocab = {i: bytes([i]) for i in range(256)}
     for a, b in merges:
         vocab[len(vocab)] = a + b
+    return vocab, merges
+
+
+@given(data=st.data())
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+def test_random_merges_match_reference(data):
+    # Merges drawn at random rather than trained, so many tokens' bytes encode to several
+    # tokens: the whole-token lookup (csrc/encoder.c) must know which.
+    tokens = [b"a", b"b", b"c", b" "]
+    vocab, merges = draw_merges(data, tokens, 60)
     words = data.draw(st.lists(st.text(alphabet="abc", min_size=1, max_size=12), max_size=40))
     text = " ".join(words + [bytes(t).decode() for t in tokens[4:]])  # every token's bytes
     want = reference.encode(text, vocab, merges)
@@ -589,6 +596,19 @@ def test_random_merges_match_reference(data):
     texts = words + [bytes(t).decode() for t in tokens[4:]]
     assert Tokenizer(vocab, merges).encode_batch(texts) == \
         [reference.encode(t, vocab, merges) for t in texts]
+
+
+@given(data=st.data())
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+def test_random_merges_on_long_words_match_reference(data):
+    # Words over 128 bytes take the long-word way (csrc/long_word.c): random merges, so that
+    # tokens of every length meet, and words that repeat a piece, so that they grow long.
+    vocab, merges = draw_merges(data, [b"a", b"b", b"c"], 40)
+    piece = data.draw(st.text(alphabet="abc", min_size=1, max_size=40))
+    tail = data.draw(st.text(alphabet="abc", max_size=200))
+    word = piece * (129 // len(piece) + data.draw(st.integers(1, 8))) + tail
+    tok = Tokenizer(vocab, merges)
+    assert tok.encode(word) == reference.encode(word, vocab, merges)
 
 
 # ---- allowed_special ---------------------------------------------------------------------
