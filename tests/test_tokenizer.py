@@ -280,6 +280,29 @@ def test_encode_iterable_work_is_linear(trained, case):
         assert work[-1] <= 8 * size, (case, size, work[-1])
     assert work[1] <= 6 * work[0], (case, work)
 
+@pytest.mark.parametrize("family, fill", [("gpt2", b" "), ("o200k", b"a")])
+def test_edge_search_reads_each_block_once(family, fill):
+    # A long text without an edge: the family's edge regex once searched from each block to
+    # the end of the text, so cutting 50 MB of one letter for threads took minutes.
+    from bpe_cffi.chunking import Edges
+    from bpe_cffi.patterns import pretokenizer
+    edges, searched = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges), 0
+    finder = edges.finder
+
+    class CountingFinder:
+        def finditer(self, text, pos=0, endpos=None):
+            nonlocal searched
+            endpos = len(text) if endpos is None else endpos
+            searched += endpos - pos
+            return finder.finditer(text, pos, endpos)
+
+    edges.finder = CountingFinder()
+    text = fill * 2_000_000
+    assert edges.first_edge(text + b"x", 1) == len(text) + 1
+    assert edges.first_edge(text + b"x \n", 1) == len(text) + 1
+    assert searched <= 3 * len(text), searched  # two searches of the text, each once
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_encode_file(tok, tmp_path, workers):
     sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
