@@ -375,8 +375,11 @@ def test_every_error_code_has_a_clear_exception():
 
 # ---- processes and signals -----------------------------------------------------------------
 
+# The child handles SIGINT as a program in a terminal does, even when the tests run as a
+# shell's background job, whose commands start with SIGINT ignored (and pass that on).
 CHILD = textwrap.dedent("""
-    import sys, bpe_cffi
+    import signal, sys, bpe_cffi
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print("started", flush=True)
     try:
         {call}
