@@ -17,9 +17,10 @@
  *   along the block; a merge changes the ranks of at most three positions, and only the
  *   nodes above their blocks whose minimum changed are rewritten.
  *
- * So a word takes 4n bytes of ranks beside its ids and 1/BLOCK of that for the tree, where a
- * heap of (rank, position) with 32-bit links took 8n of links plus 8-24n of heap. Each merge
- * is O(log n). Words of 2**31 bytes or more are refused with BPE_EOVERFLOW. */
+ * So a word takes 4n bytes of ranks beside its ids and 1/16 to 1/8 of that for the tree (its
+ * leaves a power of two), where a heap of (rank, position) with 32-bit links took 8n of links
+ * plus 8-24n of heap. Each merge is O(log n). Words of 2**31 bytes or more are refused with
+ * BPE_EOVERFLOW. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -112,6 +113,7 @@ static void merge_at(const bpe_encoder *e, long_word *w, int64_t s) {
 
 int encode_long_word(const bpe_encoder *e, const uint8_t *bytes, int64_t n, int32_t *ids,
                      int64_t *n_ids) {
+    *n_ids = 0; /* also on failure: callers add it up */
     if (n >= INT32_MAX) return BPE_EOVERFLOW;
     long_word w = {ids, NULL, NULL, n, 1};
     while (w.leaves * BLOCK < n) w.leaves *= 2;
