@@ -20,6 +20,11 @@ for pattern in (bpe_cffi.GPT2_PATTERN, "(?:" + bpe_cffi.GPT2_PATTERN + ")"):
     assert tok.decode(ids) == text + "<|endoftext|>" + "x" * 500
     texts = [text[:3000], "", "a<|endoftext|>b", "<|endof", "text|>", text[3000:9000]]
     assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
+# Words over 128 bytes, merged in place under a tree of their lowest ranks (long_word.c).
+rng = random.Random(0)
+long_words = " ".join(["a" * 2001, "".join(rng.choice("etaoinshr") for _ in range(3000)),
+                       "the" * 700])
+assert tok.decode(tok.encode_to_numpy(long_words)) == long_words
 # Texts of 40 000 distinct words: the units' hash tables grow past 4 MB of slots; through the
 # cache (a small one empties its shards), and by distinct units without one.
 rng = random.Random(0)
