@@ -54,13 +54,11 @@ class Edges:
                 spans.append((at, at + len(s)))
                 at = text.find(s, at + 1, end)
         candidates = [a for a, _ in spans if lo <= a < hi]
-        if self.finder is not None and self._has_whitespace(text, lo - 1, hi + 1):
-            # Family edges look one character ahead: the search ends there, so that a text
-            # without edges costs each block its own length, not the rest of the text.
-            for m in self.finder.finditer(text, lo, min(len(text), hi + 1)):
-                if m.start() >= hi:
-                    break
-                candidates.append(m.start())
+        if self.finder is not None and self._has_whitespace(text, lo - 1, hi):
+            # A family edge at i reads the characters at i - 1 and i: the search ends at hi,
+            # so that a text without edges costs each block its own length, not the rest of
+            # the text.
+            candidates += [m.start() for m in self.finder.finditer(text, lo, hi)]
         for i in sorted(candidates, reverse=last):
             if i > 0 and not any(a < i < b for a, b in spans):
                 return i

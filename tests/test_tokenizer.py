@@ -280,6 +280,24 @@ def test_encode_iterable_work_is_linear(trained, case):
         assert work[-1] <= 8 * size, (case, size, work[-1])
     assert work[1] <= 6 * work[0], (case, work)
 
+@pytest.mark.parametrize("family", ["gpt2", "cl100k", "o200k"])
+@given(text=st.text(alphabet="ab1 ,/\t\n\r\x0b\x0c\u3000é字", max_size=60), data=st.data())
+@settings(max_examples=200)
+def test_edges_in_a_block_are_those_of_the_whole_text(family, text, data):
+    # The block search ends one character past the block and skips a block without ASCII
+    # whitespace: it must find what the edge regex finds over the whole text.
+    from bpe_cffi.chunking import Edges
+    from bpe_cffi.patterns import pretokenizer
+    for kind, whole in ((bytes, text.encode()), (str, text)):  # files and streams
+        edges = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges, kind)
+        lo = data.draw(st.integers(0, len(whole)))
+        hi = data.draw(st.integers(lo, len(whole)))
+        found = [m.start() for m in edges.finder.finditer(whole) if lo <= m.start() < hi]
+        found = [i for i in found if i > 0]
+        assert edges.safe_in(whole, lo, hi) == (found[0] if found else -1)
+        assert edges.safe_in(whole, lo, hi, last=True) == (found[-1] if found else -1)
+
+
 @pytest.mark.parametrize("family, fill", [("gpt2", b" "), ("o200k", b"a")])
 def test_edge_search_reads_each_block_once(family, fill):
     # A long text without an edge: the family's edge regex once searched from each block to
