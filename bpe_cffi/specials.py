@@ -48,15 +48,17 @@ class SpecialTokens:
         encoded = [s.encode("utf-8") for s in self.tokens]
         self.encoded = encoded
         self._id_of_bytes = {b: self.ids[s] for s, b in zip(self.tokens, encoded)}
-        # One special, the usual case, is found faster in C (memchr) than by a regex.
         self._single = encoded[0] if len(encoded) == 1 else None
+        # For bpe_find_specials: the specials' bytes back to back, longest first, with where
+        # each ends, its length and its id.
+        longest_first = self._longest_first
+        self._needles = b"".join(longest_first)
+        self._needle_offsets = np.cumsum([0] + [len(b) for b in longest_first], dtype=np.int64)
+        self._needle_lengths = np.diff(self._needle_offsets)
+        self._needle_ids = np.array([self._id_of_bytes[b] for b in longest_first], np.int32)
 
-    # Several specials are found by a regex of them, longest first (leftmost-longest), made on
-    # first use: a regex of a long literal is slow to compile (about 10 s for 1 MB).
-    @functools.cached_property
-    def _bytes_regex(self) -> regex.Pattern:
-        return regex.compile(b"|".join(map(regex.escape, self._longest_first)))
-
+    # In str (the regex path), several specials are found by a regex of them, longest first,
+    # made on first use: a regex of a long literal is slow to compile (2.7 s for 1 MB).
     @functools.cached_property
     def _str_regex(self) -> regex.Pattern:
         return regex.compile("|".join(regex.escape(b.decode("utf-8"))
@@ -65,6 +67,29 @@ class SpecialTokens:
     @property
     def _longest_first(self) -> list[bytes]:
         return sorted(self.encoded, key=len, reverse=True)
+
+    def find(self, data: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
+        """Where the specials occur in UTF-8 data, as a left-to-right search cuts it (the
+        leftmost, the longest there, then on after it), in C: int64 starts and the int32
+        index of each in the longest-first order."""
+        cap = min(len(data) // int(self._needle_lengths[-1]) + 1, 1 << 16)
+        starts, which = np.empty(cap, np.int64), np.empty(cap, np.int32)
+        found_starts, found_which, pos = [], [], 0
+        found = ffi.new("int64_t *")
+        buf = ffi.from_buffer("uint8_t[]", data)
+        while True:
+            check(lib.bpe_find_specials(buf, len(data), pos, self._needles,
+                                        ffi.from_buffer("int64_t[]", self._needle_offsets),
+                                        len(self._needle_ids),
+                                        ffi.from_buffer("int64_t[]", starts),
+                                        ffi.from_buffer("int32_t[]", which), cap, found),
+                  "bpe_find_specials")
+            k = found[0]
+            found_starts.append(starts[:k].copy())
+            found_which.append(which[:k].copy())
+            if k < cap:
+                return np.concatenate(found_starts), np.concatenate(found_which)
+            pos = int(starts[k - 1] + self._needle_lengths[which[k - 1]])
 
     def in_bytes(self, data: bytes) -> bool:
         """Whether a special token occurs in data."""
@@ -84,23 +109,12 @@ class SpecialTokens:
             return None
         if len(data) <= _FEW_BYTES and isinstance(data, bytes):
             return self._few_pieces(data)
-        if self._single is not None:
-            at = find_all(data, self._single)
-            if not len(at):
-                return None
-            starts = np.concatenate(([0], at + len(self._single)))
-            ends = np.concatenate((at, [len(data)]))
-            then_id = np.full(len(at) + 1, self._id_of_bytes[self._single], np.int32)
-        else:
-            found = [(m.start(), m.end(), self._id_of_bytes[m.group()])
-                     for m in self._bytes_regex.finditer(data)]
-            if not found:
-                return None
-            spans = np.array(found, np.int64).reshape(-1, 3)
-            starts = np.concatenate(([0], spans[:, 1]))
-            ends = np.concatenate((spans[:, 0], [len(data)]))
-            then_id = np.concatenate((spans[:, 2], [-1])).astype(np.int32)
-        then_id[-1] = -1
+        at, which = self.find(data)
+        if not len(at):
+            return None
+        starts = np.concatenate(([0], at + self._needle_lengths[which]))
+        ends = np.concatenate((at, [len(data)]))
+        then_id = np.concatenate((self._needle_ids[which], [-1])).astype(np.int32)
         return starts, ends, then_id
 
     def _few_pieces(self, data: bytes) -> Pieces:
@@ -115,10 +129,10 @@ class SpecialTokens:
                 starts.append(at + len(single))
                 at = data.find(single, at + len(single))
         else:
-            for m in self._bytes_regex.finditer(data):
-                ends.append(m.start())
-                then_id.append(self._id_of_bytes[m.group()])
-                starts.append(m.end())
+            at, which = self.find(data)
+            ends += at.tolist()
+            then_id += self._needle_ids[which].tolist()
+            starts += (at + self._needle_lengths[which]).tolist()
         ends.append(len(data))
         then_id.append(-1)
         return starts, ends, then_id
@@ -192,20 +206,3 @@ class SpecialTokens:
         else:
             for m in self._str_regex.finditer(text):
                 yield m.span()
-
-
-def find_all(data: bytes | memoryview, needle: bytes) -> np.ndarray:
-    """int64 starts of the leftmost non-overlapping occurrences of needle in data (in C)."""
-    cap = min(len(data) // len(needle) + 1, 1 << 16)
-    out = np.empty(cap, np.int64)
-    parts, pos = [], 0
-    found = ffi.new("int64_t *")
-    buf = ffi.from_buffer("uint8_t[]", data)
-    while True:
-        check(lib.bpe_find_all(buf, len(data), pos, needle, len(needle),
-                               ffi.from_buffer("int64_t[]", out), cap, found), "bpe_find_all")
-        k = found[0]
-        parts.append(out[:k].copy())
-        if k < cap:
-            return np.concatenate(parts) if len(parts) > 1 else parts[0]
-        pos = int(out[k - 1]) + len(needle)

@@ -123,11 +123,15 @@ int bpe_scanner_split(const bpe_scanner *s, const uint8_t *text, int64_t n, int6
 /* Whether code point cp is whitespace for the regex module's \s (Unicode White_Space). */
 int bpe_is_whitespace(uint32_t cp);
 
-/* Where a special token occurs: writes to out the starts of the leftmost non-overlapping
- * occurrences of needle (m >= 1 bytes) in text[from .. n), at most cap of them, and their
- * number to *n_found (cap means: call again from the last one + m). */
-int bpe_find_all(const uint8_t *text, int64_t n, int64_t from, const uint8_t *needle,
-                 int64_t m, int64_t *out, int64_t cap, int64_t *n_found);
+/* Where special tokens occur in text[from .. n), as a left-to-right search cuts it: the
+ * leftmost place where one occurs, the longest there, then on after it. Special j is
+ * needles[offsets[j] .. offsets[j + 1]), k >= 1 of them, at least one byte each, longest first
+ * (BPE_EINVAL if not). Writes each occurrence's start and special to starts and which, at
+ * most cap of them, and their number to *n_found (cap means: call again from after the last
+ * one). */
+int bpe_find_specials(const uint8_t *text, int64_t n, int64_t from, const uint8_t *needles,
+                      const int64_t *offsets, int64_t k, int64_t *starts, int32_t *which,
+                      int64_t cap, int64_t *n_found);
 
 /* Character offsets into UTF-8 text[0 .. n) made byte offsets, in place: offsets[0 .. k)
  * ascending, each at most the text's number of characters (BPE_EINVAL if not). */

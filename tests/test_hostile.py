@@ -298,12 +298,19 @@ def test_scanner_rejects_bad_arguments():
     assert lib.bpe_scanner_split(scanner, b"a b c", 5, ends, 4, n) == lib.BPE_EINVAL  # room
     assert lib.bpe_scanner_split(scanner, b"ab", -1, ends, 4, n) == lib.BPE_EINVAL
     assert lib.bpe_scanner_split(scanner, b"a b", 3, ends, 4, n) == lib.BPE_OK and n[0] == 2
-    found = ffi.new("int64_t[]", 4)
-    assert lib.bpe_find_all(b"abab", 4, 0, b"b", 1, found, 4, n) == lib.BPE_OK and n[0] == 2
-    assert lib.bpe_find_all(b"abab", 4, 0, b"b", 0, found, 4, n) == lib.BPE_EINVAL
-    assert lib.bpe_find_all(b"abab", 4, -1, b"b", 1, found, 4, n) == lib.BPE_EINVAL
-    assert lib.bpe_find_all(b"abab", 4, 0, b"b", 1, found, -1, n) == lib.BPE_EINVAL
-    assert lib.bpe_find_all(b"abab", 4, 0, b"b", 1, found, 4, ffi.NULL) == lib.BPE_EINVAL
+    found, which = ffi.new("int64_t[]", 4), ffi.new("int32_t[]", 4)
+    offsets = ffi.new("int64_t[]", [0, 2, 3])  # "ba" then "b": longest first
+
+    def find(text, offsets=offsets, k=2, start=0, cap=4, n_found=n):
+        return lib.bpe_find_specials(text, len(text), start, b"bab", offsets, k, found, which,
+                                     cap, n_found)
+    assert find(b"abab") == lib.BPE_OK and n[0] == 2 and list(which[0:2]) == [0, 1]
+    assert find(b"abab", offsets=ffi.new("int64_t[]", [0, 1, 3])) == lib.BPE_EINVAL  # order
+    assert find(b"abab", offsets=ffi.new("int64_t[]", [0, 0, 3])) == lib.BPE_EINVAL  # empty
+    assert find(b"abab", k=0) == lib.BPE_EINVAL
+    assert find(b"abab", start=-1) == lib.BPE_EINVAL
+    assert find(b"abab", cap=-1) == lib.BPE_EINVAL
+    assert find(b"abab", n_found=ffi.NULL) == lib.BPE_EINVAL
 
 
 def test_decoder_rejects_bad_tables_and_ids():

@@ -15,7 +15,7 @@ import bpe_cffi
 from bpe_cffi._lib import ffi, lib
 from bpe_cffi.counter import WordCounter, arrays_to_counts
 from bpe_cffi.patterns import PATTERNS, _KNOWN, char_classes, pretokenizer
-from bpe_cffi.specials import find_all
+from bpe_cffi.specials import SpecialTokens
 
 EOT = "<|endoftext|>"
 # Every published pattern with a C scanner, and a sample of the equivalent forms recognised as
@@ -196,18 +196,34 @@ def test_invalid_utf8_found_at_every_block_offset(bad):
                 assert unit_counts(pattern, lead * pos + bad) is None, pos  # at the very end
 
 
+def specials_by_regex(data: bytes, specials: list[bytes]) -> list[tuple[int, int]]:
+    """(start, end) of specials in data by a regex alternation of them, longest first."""
+    alternation = b"|".join(map(re.escape, sorted(specials, key=len, reverse=True)))
+    return [m.span() for m in re.finditer(alternation, data)]
+
+
+def specials_by_c(data: bytes, specials: list[bytes]) -> list[tuple[int, int]]:
+    found = SpecialTokens([s.decode() for s in specials])
+    at, which = found.find(data)
+    return list(zip(at.tolist(), (at + found._needle_lengths[which]).tolist()))
+
+
 @given(data=st.binary(max_size=80).map(lambda b: bytes(x % 4 + 0x3c for x in b)),
-       needle=st.sampled_from([b"<", b"<<", b"<=>", b"?<|>", b"==<|endoftext|>"]))
-@settings(max_examples=300)
-def test_find_all_equals_re(data, needle):
-    want = [m.start() for m in re.finditer(re.escape(needle), data)]
-    assert find_all(data, needle).tolist() == want
+       specials=st.lists(st.sampled_from([b"<", b"<<", b"<=>", b"?<|>", b"==<|endoftext|>",
+                                          b"=", b"<==", b"<|", b"|>", b"??<"]),
+                         min_size=1, max_size=4, unique=True))
+@settings(max_examples=500)
+def test_special_search_equals_a_regex_alternation(data, specials):
+    # Leftmost, then longest there, then on after it: one special (memchr), several sharing
+    # a first byte (memchr) and several that do not (a table of first bytes).
+    assert specials_by_c(data, specials) == specials_by_regex(data, specials)
 
 
-def test_find_all_resumes_past_its_buffer():
+def test_special_search_resumes_past_its_buffer():
     data = b"ab" * 150_000  # more occurrences than one C call returns
-    assert find_all(data, b"b").tolist() == list(range(1, len(data), 2))
-    assert find_all(data, b"bab").tolist() == list(range(1, len(data) - 2, 4))
+    assert specials_by_c(data, [b"b"]) == [(i, i + 1) for i in range(1, len(data), 2)]
+    assert specials_by_c(data, [b"bab"]) == [(i, i + 3) for i in range(1, len(data) - 2, 4)]
+    assert specials_by_c(data, [b"a", b"ba"]) == specials_by_regex(data, [b"a", b"ba"])
 
 
 def test_pattern_names_and_recognition():
