@@ -56,6 +56,9 @@ class SpecialTokens:
         self._needle_offsets = np.cumsum([0] + [len(b) for b in longest_first], dtype=np.int64)
         self._needle_lengths = np.diff(self._needle_offsets)
         self._needle_ids = np.array([self._id_of_bytes[b] for b in longest_first], np.int32)
+        self._c_offsets = ffi.new("int64_t[]", self._needle_offsets.tolist())  # read only
+        self._few_ids, self._few_lengths = self._needle_ids.tolist(), self._needle_lengths.tolist()
+        self._shortest = min(self._few_lengths, default=1)
 
     # In str (the regex path), several specials are found by a regex of them, longest first,
     # made on first use: a regex of a long literal is slow to compile (2.7 s for 1 MB).
@@ -72,14 +75,13 @@ class SpecialTokens:
         """Where the specials occur in UTF-8 data, as a left-to-right search cuts it (the
         leftmost, the longest there, then on after it), in C: int64 starts and the int32
         index of each in the longest-first order."""
-        cap = min(len(data) // int(self._needle_lengths[-1]) + 1, 1 << 16)
+        cap = min(len(data) // self._shortest + 1, 1 << 16)
         starts, which = np.empty(cap, np.int64), np.empty(cap, np.int32)
         found_starts, found_which, pos = [], [], 0
         found = ffi.new("int64_t *")
         buf = ffi.from_buffer("uint8_t[]", data)
         while True:
-            check(lib.bpe_find_specials(buf, len(data), pos, self._needles,
-                                        ffi.from_buffer("int64_t[]", self._needle_offsets),
+            check(lib.bpe_find_specials(buf, len(data), pos, self._needles, self._c_offsets,
                                         len(self._needle_ids),
                                         ffi.from_buffer("int64_t[]", starts),
                                         ffi.from_buffer("int32_t[]", which), cap, found),
@@ -128,11 +130,17 @@ class SpecialTokens:
                 then_id.append(special_id)
                 starts.append(at + len(single))
                 at = data.find(single, at + len(single))
-        else:
-            at, which = self.find(data)
-            ends += at.tolist()
-            then_id += self._needle_ids[which].tolist()
-            starts += (at + self._needle_lengths[which]).tolist()
+        else:  # one C call into cffi arrays: numpy's arrays would cost more than the search
+            cap = len(data) // self._shortest + 1
+            at, which, found = ffi.new("int64_t[]", cap), ffi.new("int32_t[]", cap), \
+                ffi.new("int64_t *")
+            check(lib.bpe_find_specials(data, len(data), 0, self._needles, self._c_offsets,
+                                        len(self._needle_ids), at, which, cap, found),
+                  "bpe_find_specials")
+            for a, w in zip(ffi.unpack(at, found[0]), ffi.unpack(which, found[0])):
+                ends.append(a)
+                then_id.append(self._few_ids[w])
+                starts.append(a + self._few_lengths[w])
         ends.append(len(data))
         then_id.append(-1)
         return starts, ends, then_id
