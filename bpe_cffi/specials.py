@@ -2,16 +2,14 @@
 
 Every encode method cuts its text at the special tokens before pre-tokenizing: the pieces
 between them are encoded, and each special becomes its own id. SpecialTokens finds them in
-str (for the regex path) and in UTF-8 bytes (for the C path); leftmost-longest matching over
-UTF-8 gives the same pieces as over str.
+UTF-8 bytes, in C (csrc/find.c), and in str (for the regex path) through its UTF-8: the
+leftmost-longest matches over UTF-8 are those over str, at whole characters.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
-import regex
 
 from ._lib import check, ffi, lib
 
@@ -59,13 +57,6 @@ class SpecialTokens:
         self._c_offsets = ffi.new("int64_t[]", self._needle_offsets.tolist())  # read only
         self._few_ids, self._few_lengths = self._needle_ids.tolist(), self._needle_lengths.tolist()
         self._shortest = min(self._few_lengths, default=1)
-
-    # In str (the regex path), several specials are found by a regex of them, longest first,
-    # made on first use: a regex of a long literal is slow to compile (2.7 s for 1 MB).
-    @functools.cached_property
-    def _str_regex(self) -> regex.Pattern:
-        return regex.compile("|".join(regex.escape(b.decode("utf-8"))
-                                      for b in self._longest_first))
 
     @property
     def _longest_first(self) -> list[bytes]:
@@ -211,6 +202,12 @@ class SpecialTokens:
             while at >= 0:
                 yield at, at + len(single)
                 at = text.find(single, at + len(single))
-        else:
-            for m in self._str_regex.finditer(text):
-                yield m.span()
+        else:  # found in its UTF-8, their byte offsets made character offsets
+            data = text.encode("utf-8")
+            at, which = self.find(data)
+            ends = at + self._needle_lengths[which]
+            if len(data) != len(text):  # not ASCII: the character each byte belongs to
+                lead = (np.frombuffer(data, np.uint8) & 0xC0) != 0x80
+                char_of = np.append(np.cumsum(lead) - 1, len(text))
+                at, ends = char_of[at], char_of[ends]
+            yield from zip(at.tolist(), ends.tolist())

@@ -219,6 +219,17 @@ def test_special_search_equals_a_regex_alternation(data, specials):
     assert specials_by_c(data, specials) == specials_by_regex(data, specials)
 
 
+@given(text=st.text(alphabet="<=>?|é字🙂", max_size=60),
+       specials=st.lists(st.sampled_from(["<", "<<", "<=>", "é", "é<", "字|>", "🙂", "?🙂?",
+                                          "|"]), min_size=2, max_size=4, unique=True))
+@settings(max_examples=300)
+def test_special_search_in_str_equals_a_regex_alternation(text, specials):
+    # The regex path finds specials in a str through its UTF-8: character offsets.
+    alternation = "|".join(map(re.escape, sorted(specials, key=len, reverse=True)))
+    want = [m.span() for m in re.finditer(alternation, text)]
+    assert list(SpecialTokens(specials)._str_spans(text)) == want
+
+
 def test_special_search_resumes_past_its_buffer():
     data = b"ab" * 150_000  # more occurrences than one C call returns
     assert specials_by_c(data, [b"b"]) == [(i, i + 1) for i in range(1, len(data), 2)]
