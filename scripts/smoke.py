@@ -20,6 +20,12 @@ for pattern in (bpe_cffi.GPT2_PATTERN, "(?:" + bpe_cffi.GPT2_PATTERN + ")"):
     assert tok.decode(ids) == text + "<|endoftext|>" + "x" * 500
     texts = [text[:3000], "", "a<|endoftext|>b", "<|endof", "text|>", text[3000:9000]]
     assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
+# Several specials, some sharing a first byte (memchr) and one not (a table of first bytes).
+specials = ["<|endoftext|>", "<|fim|>", "[SEP]"]
+tok_specials = bpe_cffi.Tokenizer(vocab, merges, specials)
+mixed = "[SEP]".join([text, "a<|fim|>b<|endoftext|>", text])  # over 64 KB: numpy arrays
+assert tok_specials.decode(tok_specials.encode(mixed)) == mixed
+assert tok_specials.encode("x[SEP]y<|fim|>") == tok_specials.encode_batch(["x[SEP]y<|fim|>"])[0]
 # Words over 128 bytes, merged in place under a tree of their lowest ranks (long_word.c).
 rng = random.Random(0)
 long_words = " ".join(["a" * 2001, "".join(rng.choice("etaoinshr") for _ in range(3000)),
