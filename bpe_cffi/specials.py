@@ -15,7 +15,8 @@ from ._lib import check, ffi, lib
 
 # Where special tokens cut a text: piece starts, ends, and the special id after each (-1 none).
 Pieces = tuple[Sequence[int], Sequence[int], Sequence[int]]
-_FEW_BYTES = 1 << 16  # up to this many bytes, pieces are found with bytes.find, into lists
+_FEW_BYTES = 1 << 16  # up to this many bytes, pieces are found into lists
+_uncleared = ffi.new_allocator(should_clear_after_alloc=False)  # C writes before Python reads
 
 
 def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
@@ -48,8 +49,8 @@ class SpecialTokens:
         self._id_of_bytes = {b: self.ids[s] for s, b in zip(self.tokens, encoded)}
         self._single = encoded[0] if len(encoded) == 1 else None
         # For bpe_find_specials: the specials' bytes back to back, longest first, with where
-        # each ends, its length and its id.
-        longest_first = self._longest_first
+        # each ends, its length and its id (as arrays, and as lists for short texts).
+        longest_first = sorted(encoded, key=len, reverse=True)
         self._needles = b"".join(longest_first)
         self._needle_offsets = np.cumsum([0] + [len(b) for b in longest_first], dtype=np.int64)
         self._needle_lengths = np.diff(self._needle_offsets)
@@ -57,10 +58,6 @@ class SpecialTokens:
         self._c_offsets = ffi.new("int64_t[]", self._needle_offsets.tolist())  # read only
         self._few_ids, self._few_lengths = self._needle_ids.tolist(), self._needle_lengths.tolist()
         self._shortest = min(self._few_lengths, default=1)
-
-    @property
-    def _longest_first(self) -> list[bytes]:
-        return sorted(self.encoded, key=len, reverse=True)
 
     def find(self, data: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
         """Where the specials occur in UTF-8 data, as a left-to-right search cuts it (the
@@ -123,8 +120,8 @@ class SpecialTokens:
                 at = data.find(single, at + len(single))
         else:  # one C call into cffi arrays: numpy's arrays would cost more than the search
             cap = len(data) // self._shortest + 1
-            at, which, found = ffi.new("int64_t[]", cap), ffi.new("int32_t[]", cap), \
-                ffi.new("int64_t *")
+            at, which = _uncleared("int64_t[]", cap), _uncleared("int32_t[]", cap)
+            found = ffi.new("int64_t *")
             check(lib.bpe_find_specials(data, len(data), 0, self._needles, self._c_offsets,
                                         len(self._needle_ids), at, which, cap, found),
                   "bpe_find_specials")
