@@ -6,8 +6,8 @@
  * starts with the same byte (the usual case: <|endoftext|>, or a family of <|...|> tokens),
  * else by a table of first bytes. memcmp confirms a candidate, longest special first. A
  * candidate costs at most the lengths of the specials compared there, so text that nearly
- * repeats a very long special costs that length at each place; a regex of the specials
- * costs as much, and takes seconds to compile when one of them is a megabyte long. */
+ * repeats a very long special costs that length at each place (memcmp's speed: 90 ms per
+ * 100 KB of text nearly repeating a 100 000-byte special, docs/performance.md). */
 #include <string.h>
 
 #include "bpe.h"
