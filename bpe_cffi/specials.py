@@ -200,7 +200,8 @@ class SpecialTokens:
                 yield at, at + len(single)
                 at = text.find(single, at + len(single))
         else:  # found in its UTF-8, their byte offsets made character offsets
-            data = text.encode("utf-8")
+            # (a lone surrogate, which a pattern may leave out, passes as three bytes)
+            data = text.encode("utf-8", "surrogatepass")
             at, which = self.find(data)
             ends = at + self._needle_lengths[which]
             if len(data) != len(text):  # not ASCII: the character each byte belongs to

@@ -49,13 +49,14 @@ int bpe_find_specials(const uint8_t *text, int64_t n, int64_t from, const uint8_
     if ((n > 0 && !text) || !needles || !offsets || k < 1 || k > INT32_MAX || n < 0 ||
         from < 0 || cap < 0 || (cap > 0 && (!starts || !which)) || offsets[0] != 0)
         return BPE_EINVAL;
-    specials s = {needles, offsets, k, {0}, needles[0]};
+    specials s = {needles, offsets, k, {0}, -1};
     for (int64_t j = 0; j < k; j++) {
         int64_t m = offsets[j + 1] - offsets[j];
         if (m < 1 || (j > 0 && m > offsets[j] - offsets[j - 1])) return BPE_EINVAL;
         uint8_t first = needles[offsets[j]];
         s.starts_one[first] = 1;
-        if (first != s.only_first) s.only_first = -1;
+        if (j == 0) s.only_first = first;
+        else if (first != s.only_first) s.only_first = -1;
     }
     int64_t found = 0;
     for (int64_t i = from; found < cap;) {

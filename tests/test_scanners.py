@@ -228,6 +228,9 @@ def test_special_search_in_str_equals_a_regex_alternation(text, specials):
     alternation = "|".join(map(re.escape, sorted(specials, key=len, reverse=True)))
     want = [m.span() for m in re.finditer(alternation, text)]
     assert list(SpecialTokens(specials)._str_spans(text)) == want
+    with_surrogate = "\ud800" + text  # which a pattern may leave out: no error, as with one
+    assert list(SpecialTokens(specials)._str_spans(with_surrogate)) == \
+        [(a + 1, b + 1) for a, b in want]
 
 
 def test_special_search_resumes_past_its_buffer():
