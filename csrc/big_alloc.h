@@ -26,13 +26,23 @@ static inline size_t big_alloc_size(size_t bytes) {
     return bytes;
 }
 
+/* Asks for huge pages for [p, p + bytes), p on a BIG_ALLOC_PAGE boundary (only a hint:
+ * failure is harmless). */
+static inline void big_advise(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= 2 * BIG_ALLOC_PAGE) madvise(p, bytes, MADV_HUGEPAGE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 /* malloc(bytes) for a table; NULL if that fails. */
 static inline void *big_alloc(size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (bytes >= 2 * BIG_ALLOC_PAGE) {
         size_t rounded = big_alloc_size(bytes);
         void *p = aligned_alloc(BIG_ALLOC_PAGE, rounded);
-        if (p) madvise(p, rounded, MADV_HUGEPAGE); /* only a hint: failure is harmless */
+        if (p) big_advise(p, rounded);
         return p;
     }
 #endif

@@ -27,6 +27,39 @@
 
 #define LOCK_TRIES 64  /* tries of a shard's lock before giving up on it */
 #define FIRST_SLOTS 64 /* a shard's slots in use when first written; doubled up to the bound */
+/* A shard's small region (unit_cache.h): 2 048 slots and 32 KB of arena, 6 MB for all 64, on
+ * ordinary pages. The first 4 MB of realmix hold 28 000 distinct units, ~440 a shard: they
+ * stay there; realmix's 456 000 outgrow it. (With 512 slots, that 4 MB text's first encode
+ * grew the process by 42 MB, against 10.) */
+#define SMALL_SHARD_BYTES (96 << 10)
+
+/* A shard's bytes split between slots and arena: three quarters of them slots, as many as
+ * fit in a power of two (0 if not even FIRST_SLOTS fit), the rest arena. Most entries live
+ * in their slot alone (two 32-byte slots each at half load); the arena holds the longer
+ * ones. */
+static void split_shard(int64_t bytes, uint32_t *n_slots, uint32_t *arena) {
+    uint32_t n = FIRST_SLOTS;
+    *n_slots = *arena = 0;
+    if ((int64_t)n * (int64_t)sizeof(cache_slot) > bytes / 4 * 3) return;
+    while ((int64_t)n * 2 * (int64_t)sizeof(cache_slot) <= bytes / 4 * 3) n *= 2;
+    *n_slots = n;
+    *arena = (uint32_t)(bytes - (int64_t)n * (int64_t)sizeof(cache_slot));
+}
+
+/* One block for the small regions, then the large ones (large bytes each, 0: none), each
+ * shard's at its own offset; the large part on huge pages (big_alloc.h). NULL if that fails. */
+static uint8_t *shard_block(size_t small, size_t large, uint8_t **large_part) {
+    size_t small_part = (size_t)UNIT_CACHE_SHARDS * small, total = small_part;
+    if (large) { /* the large part starts on a huge page's boundary, and so does the end */
+        small_part = (small_part + BIG_ALLOC_PAGE - 1) / BIG_ALLOC_PAGE * BIG_ALLOC_PAGE;
+        total = small_part + (size_t)UNIT_CACHE_SHARDS * large;
+        total = (total + BIG_ALLOC_PAGE - 1) / BIG_ALLOC_PAGE * BIG_ALLOC_PAGE;
+    }
+    uint8_t *block = large ? aligned_alloc(BIG_ALLOC_PAGE, total) : malloc(total ? total : 1);
+    if (block && large) big_advise(block + small_part, total - small_part);
+    *large_part = block ? block + small_part : NULL;
+    return block;
+}
 
 int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out) {
     if (!out || max_bytes < 0) return BPE_EINVAL;
@@ -38,41 +71,52 @@ int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out) {
         atomic_flag_clear(&c->shard[i].busy);
         atomic_init(&c->shard[i].version, 0);
         atomic_init(&c->shard[i].n_slots, 0);
+        atomic_init(&c->shard[i].slots, NULL);
+        atomic_init(&c->shard[i].arena, NULL);
     }
     atomic_init(&c->lookups, 0);
     atomic_init(&c->hits, 0);
-    /* A shard: three quarters of its bytes slots, a quarter arena. Most entries live in
-     * their slot alone (two 32-byte slots each at half load); the arena holds the longer
-     * ones. Offsets are 32-bit, so a shard stays under 4 GB. */
+    /* Offsets are 32-bit, so a shard stays under 4 GB. */
     int64_t per_shard = max_bytes / UNIT_CACHE_SHARDS;
     if (per_shard > ((int64_t)1 << 31)) per_shard = (int64_t)1 << 31;
-    int64_t slot_bytes = per_shard / 4 * 3;
-    uint32_t n_slots = FIRST_SLOTS;
-    if ((int64_t)n_slots * (int64_t)sizeof(cache_slot) > slot_bytes) {
+    int64_t small = per_shard < SMALL_SHARD_BYTES ? per_shard : SMALL_SHARD_BYTES;
+    split_shard(small, &c->small_slots, &c->small_arena);
+    if (!c->small_slots) {
         *out = c; /* too small to keep anything: a cache that always misses */
         return BPE_OK;
     }
-    while ((int64_t)n_slots * 2 * (int64_t)sizeof(cache_slot) <= slot_bytes) n_slots *= 2;
-    c->max_slots = n_slots;
-    c->max_arena = (uint32_t)(per_shard - (int64_t)n_slots * (int64_t)sizeof(cache_slot));
-    /* Every shard's slots in one block and every arena in another, on huge pages when large
-     * (big_alloc.h): a lookup lands anywhere in them. Nothing is written up front, so the
-     * kernel backs only what the shards come to use. */
-    uint64_t slot_block = (uint64_t)UNIT_CACHE_SHARDS * n_slots * sizeof(cache_slot);
-    uint64_t arena_block = (uint64_t)UNIT_CACHE_SHARDS * c->max_arena;
-    if (slot_block > SIZE_MAX || arena_block > SIZE_MAX) { /* a 32-bit size_t */
-        bpe_unit_cache_free(c);
+    uint32_t large_slots, large_arena;
+    split_shard(per_shard - small, &large_slots, &large_arena);
+    int large = large_slots > c->small_slots && large_arena >= c->small_arena;
+    if (!large) /* too small to be worth two regions: the small one takes it all */
+        split_shard(per_shard, &c->small_slots, &c->small_arena);
+    c->max_slots = large ? large_slots : c->small_slots;
+    c->max_arena = large ? large_arena : c->small_arena;
+    uint64_t slot_room = (uint64_t)UNIT_CACHE_SHARDS * (c->small_slots + (uint64_t)c->max_slots);
+    if (slot_room > SIZE_MAX / sizeof(cache_slot) / 2 ||
+        (uint64_t)UNIT_CACHE_SHARDS * (c->small_arena + (uint64_t)c->max_arena) > SIZE_MAX / 2) {
+        bpe_unit_cache_free(c); /* a 32-bit size_t */
         return BPE_ENOMEM;
     }
-    c->slot_block = big_alloc((size_t)slot_block);
-    c->arena_block = big_alloc(arena_block ? (size_t)arena_block : 1);
+    /* Nothing is written up front, so the kernel backs only what the shards come to use. */
+    uint8_t *large_slot_part, *large_arena_part;
+    c->slot_block = shard_block(c->small_slots * sizeof(cache_slot),
+                                large ? c->max_slots * sizeof(cache_slot) : 0,
+                                &large_slot_part);
+    c->arena_block = shard_block(c->small_arena, large ? c->max_arena : 0, &large_arena_part);
     if (!c->slot_block || !c->arena_block) {
         bpe_unit_cache_free(c);
         return BPE_ENOMEM;
     }
     for (int i = 0; i < UNIT_CACHE_SHARDS; i++) {
-        c->shard[i].slots = (cache_slot *)c->slot_block + (size_t)i * n_slots;
-        c->shard[i].arena = (uint8_t *)c->arena_block + (size_t)i * c->max_arena;
+        cache_shard *sh = &c->shard[i];
+        atomic_init(&sh->slots, (cache_slot *)c->slot_block + (size_t)i * c->small_slots);
+        atomic_init(&sh->arena, (uint8_t *)c->arena_block + (size_t)i * c->small_arena);
+        sh->arena_room = c->small_arena;
+        if (large) {
+            sh->large_slots = (cache_slot *)large_slot_part + (size_t)i * c->max_slots;
+            sh->large_arena = large_arena_part + (size_t)i * c->max_arena;
+        }
     }
     *out = c;
     return BPE_OK;
@@ -116,8 +160,9 @@ static void end_change(cache_shard *sh) {
 static void shard_clear(cache_shard *sh) {
     begin_change(sh);
     uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
+    cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
     for (uint32_t i = 0; i < n_slots; i++)
-        atomic_store_explicit(&sh->slots[i].tag, 0, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
     sh->n_entries = sh->arena_used = 0;
     end_change(sh);
 }
@@ -134,33 +179,61 @@ static void copy_slot(cache_slot *to, const cache_slot *from) {
                           memory_order_relaxed);
 }
 
-/* The shard's slots in use doubled (under its lock), its entries put in again. */
-static void shard_double(cache_shard *sh) {
-    uint32_t n_old = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
-    cache_slot *old = malloc((size_t)n_old * sizeof *old), *slots = sh->slots;
+/* Puts the entries of from[0 .. n_from) in again, into `to` of n_to slots, all free. */
+static void rehash(cache_slot *to, uint32_t n_to, const cache_slot *from, uint32_t n_from) {
+    for (uint32_t i = 0; i < n_from; i++) {
+        uint64_t tag = atomic_load_explicit(&from[i].tag, memory_order_relaxed);
+        if (tag != 0) copy_slot(free_slot(to, n_to, tag), &from[i]);
+    }
+}
+
+/* The shard's slots in use doubled (under its lock), its entries put in again: in place
+ * while they fit the small region, else moved to the large one. */
+static void shard_double(const bpe_unit_cache *c, cache_shard *sh) {
+    uint32_t n_old = atomic_load_explicit(&sh->n_slots, memory_order_relaxed), n_slots = 2 * n_old;
+    cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
+    if (n_old == c->small_slots) { /* to the large region; the small one stays as it is */
+        begin_change(sh);
+        for (uint32_t i = 0; i < n_slots; i++)
+            atomic_store_explicit(&sh->large_slots[i].tag, 0, memory_order_relaxed);
+        rehash(sh->large_slots, n_slots, slots, n_old);
+        atomic_store_explicit(&sh->slots, sh->large_slots, memory_order_relaxed);
+        atomic_store_explicit(&sh->n_slots, n_slots, memory_order_release);
+        end_change(sh);
+        return;
+    }
+    cache_slot *old = malloc((size_t)n_old * sizeof *old);
     if (!old) {
         shard_clear(sh); /* no memory to move them: start afresh */
         return;
     }
     begin_change(sh);
     for (uint32_t i = 0; i < n_old; i++) copy_slot(&old[i], &slots[i]);
-    uint32_t n_slots = 2 * n_old;
     for (uint32_t i = 0; i < n_slots; i++)
         atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
-    for (uint32_t i = 0; i < n_old; i++) {
-        uint64_t tag = atomic_load_explicit(&old[i].tag, memory_order_relaxed);
-        if (tag != 0) copy_slot(free_slot(slots, n_slots, tag), &old[i]);
-    }
+    rehash(slots, n_slots, old, n_old);
     atomic_store_explicit(&sh->n_slots, n_slots, memory_order_release); /* after the zeroing */
     end_change(sh);
     free(old);
 }
 
+/* The shard's arena moved from its small region to its large one (under its lock), at the
+ * same offsets; the small one stays as it is for readers that still use it. */
+static void shard_grow_arena(const bpe_unit_cache *c, cache_shard *sh) {
+    begin_change(sh);
+    memcpy(sh->large_arena, atomic_load_explicit(&sh->arena, memory_order_relaxed),
+           sh->arena_used);
+    atomic_store_explicit(&sh->arena, sh->large_arena, memory_order_relaxed);
+    sh->arena_room = c->max_arena;
+    end_change(sh);
+}
+
 /* Starts a shard's table when first written (under its lock). */
 static void shard_start(cache_shard *sh) {
     if (atomic_load_explicit(&sh->n_slots, memory_order_relaxed) != 0) return;
+    cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
     for (uint32_t i = 0; i < FIRST_SLOTS; i++)
-        atomic_store_explicit(&sh->slots[i].tag, 0, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
     atomic_store_explicit(&sh->n_slots, FIRST_SLOTS, memory_order_release);
 }
 
@@ -184,15 +257,18 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
     /* Not there yet (another thread may have added it meanwhile). */
     if (!unit_cache_find(c, k, scratch, &found)) {
         uint32_t size = (uint32_t)arena_size(k->len, n_ids); /* at most max_arena: see above */
-        if (sh->arena_used + size > c->max_arena) shard_clear(sh);
+        if (sh->arena_used + size > sh->arena_room && sh->arena_room < c->max_arena)
+            shard_grow_arena(c, sh);
+        if (sh->arena_used + size > sh->arena_room) shard_clear(sh); /* at the bound */
         uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
         if (sh->n_entries + 1 > n_slots / 2) {
-            if (n_slots < c->max_slots) shard_double(sh);
+            if (n_slots < c->max_slots) shard_double(c, sh);
             else shard_clear(sh); /* at the bound: start afresh */
         }
         uint64_t tag = unit_cache_tag(k, n_ids), value;
         if (size) {
-            uint8_t *entry = sh->arena + sh->arena_used;
+            uint8_t *entry = atomic_load_explicit(&sh->arena, memory_order_relaxed) +
+                             sh->arena_used;
             memcpy(entry, ids, 4 * (size_t)n_ids);
             if (k->len > UNIT_CACHE_INLINE_KEY) /* the key past its sixteenth byte */
                 memcpy(entry + 4 * n_ids, k->ptr + UNIT_CACHE_INLINE_KEY,
@@ -203,8 +279,9 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
             value = (uint64_t)(uint32_t)ids[0] |
                     (uint64_t)(uint32_t)(n_ids == 2 ? ids[1] : -1) << 32;
         }
-        cache_slot *slot = free_slot(sh->slots, atomic_load_explicit(&sh->n_slots,
-                                                                     memory_order_relaxed), tag);
+        cache_slot *slot = free_slot(atomic_load_explicit(&sh->slots, memory_order_relaxed),
+                                     atomic_load_explicit(&sh->n_slots, memory_order_relaxed),
+                                     tag);
         atomic_store_explicit(&slot->head, k->head, memory_order_relaxed);
         atomic_store_explicit(&slot->tail, k->tail, memory_order_relaxed);
         atomic_store_explicit(&slot->value, value, memory_order_relaxed);

@@ -11,6 +11,13 @@
  * shard that is full is emptied whole (no eviction order to keep up), so a cache never holds
  * more than its bound, even on text where every unit is new.
  *
+ * Touched as it fills: a shard starts in a small region of ordinary pages, packed with the
+ * other shards' small regions, and moves to its large region, on huge pages, only when it
+ * outgrows the small one. Huge pages pay on a table of tens of megabytes probed at random
+ * (fewer TLB misses), but each is cleared whole when first touched: with every shard on them
+ * from the start, the first long encode of a process touched all 64 MB of the default cache
+ * for a few thousand entries.
+ *
  * Shared: several threads may use one cache at once without the GIL. A lookup takes no lock
  * (unit_cache.c: a seqlock per shard); a writer only tries a shard's lock a few times, never
  * waits on it, and an entry that cannot be added is dropped, which costs a unit's encoding at
@@ -45,15 +52,25 @@ typedef struct {
     _Alignas(64) atomic_flag busy; /* the writers' lock; a shard to a cache line */
     _Atomic uint32_t version;      /* odd while slots are moved or cleared */
     _Atomic uint32_t n_slots;      /* slots in use, a power of two; 0 until first written */
-    cache_slot *slots;             /* room for max_slots; set when the cache is made */
-    uint8_t *arena;                /* max_arena bytes; set when the cache is made */
-    uint32_t n_entries, arena_used;
+    /* The slots and arena in use: the small region's, then the large region's. Set only by
+     * writers while the version is odd. A reader may pair a small region with a large
+     * region's n_slots or arena offset (at most max_slots, max_arena): the small regions lie
+     * first in their block, before all 64 large ones, so it still reads inside the block. */
+    _Atomic(cache_slot *) slots;
+    _Atomic(uint8_t *) arena;
+    uint32_t n_entries, arena_used, arena_room; /* arena_room: the bytes of the arena in use */
+    cache_slot *large_slots;                    /* room for max_slots; NULL: no large region */
+    uint8_t *large_arena;                       /* max_arena bytes */
 } cache_shard;
 
 struct bpe_unit_cache {
     cache_shard shard[UNIT_CACHE_SHARDS];
-    uint32_t max_slots, max_arena; /* the bound of every shard; max_slots 0: keep nothing */
-    void *slot_block, *arena_block; /* every shard's slots, and arenas, in one block each */
+    /* The small regions' bound (slots, arena bytes), and every shard's bound; max_slots 0:
+     * keep nothing. max_arena >= small_arena: offsets are checked against it. */
+    uint32_t small_slots, small_arena, max_slots, max_arena;
+    /* Every shard's slots in one block: the small regions, then the large ones; and their
+     * arenas likewise in another. */
+    void *slot_block, *arena_block;
     _Atomic int64_t lookups, hits;
 };
 
@@ -78,7 +95,7 @@ static inline int unit_cache_is_inline(int64_t len, int64_t n_ids) {
  * so the lengths agree. Past sixteen bytes, the key's rest is in the arena, after the ids;
  * an offset read while a writer moves things may be stale, so it is checked to lie in the
  * arena (the seqlock then throws the result away). */
-static inline int unit_cache_same_key(const bpe_unit_cache *c, const cache_shard *sh,
+static inline int unit_cache_same_key(const bpe_unit_cache *c, const uint8_t *arena,
                                       const cache_slot *slot, uint64_t tag, const word_key *k) {
     if (atomic_load_explicit(&slot->head, memory_order_relaxed) != k->head ||
         atomic_load_explicit(&slot->tail, memory_order_relaxed) != k->tail)
@@ -87,7 +104,7 @@ static inline int unit_cache_same_key(const bpe_unit_cache *c, const cache_shard
     uint64_t at = atomic_load_explicit(&slot->value, memory_order_relaxed);
     uint64_t from = at + 4 * (tag & 0xFFF), rest = (uint64_t)k->len - UNIT_CACHE_INLINE_KEY;
     if (from + rest > c->max_arena) return 0;
-    return memcmp(sh->arena + from, k->ptr + UNIT_CACHE_INLINE_KEY, (size_t)rest) == 0;
+    return memcmp(arena + from, k->ptr + UNIT_CACHE_INLINE_KEY, (size_t)rest) == 0;
 }
 
 /* Units with longer keys or more ids are not kept: they are rare, and one such entry
@@ -111,7 +128,8 @@ static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t 
     uint32_t version = atomic_load_explicit(&sh->version, memory_order_acquire);
     uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_acquire);
     if (n_slots == 0 || (version & 1)) return 0;
-    const cache_slot *slots = sh->slots;
+    const cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
+    const uint8_t *arena = atomic_load_explicit(&sh->arena, memory_order_relaxed);
     uint64_t want = unit_cache_tag(k, 0);
     int found = 0;
     /* At most half full, a free slot ends the probe; n_slots probes bound it even when a
@@ -120,7 +138,7 @@ static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t 
         const cache_slot *slot = &slots[i];
         uint64_t tag = atomic_load_explicit(&slot->tag, memory_order_acquire);
         if (tag == 0) break;
-        if ((tag & ~(uint64_t)0xFFF) == want && unit_cache_same_key(c, sh, slot, tag, k)) {
+        if ((tag & ~(uint64_t)0xFFF) == want && unit_cache_same_key(c, arena, slot, tag, k)) {
             uint64_t value = atomic_load_explicit(&slot->value, memory_order_relaxed);
             int64_t n = (int64_t)(tag & 0xFFF);
             if (n > UNIT_CACHE_MAX_IDS || n > k->len) break; /* a slot read mid-change */
@@ -128,7 +146,7 @@ static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t 
                 ids[0] = (int32_t)(uint32_t)value, ids[1] = (int32_t)(uint32_t)(value >> 32);
             } else {
                 if (value + 4 * (uint64_t)n > c->max_arena) break;
-                memcpy(ids, sh->arena + value, 4 * (size_t)n);
+                memcpy(ids, arena + value, 4 * (size_t)n);
             }
             *n_ids = n;
             found = 1;
@@ -145,7 +163,8 @@ static inline void unit_cache_prefetch(bpe_unit_cache *c, const word_key *k) {
 #if defined(__GNUC__) || defined(__clang__)
     const cache_shard *sh = unit_cache_shard(c, k->hash);
     uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
-    if (n_slots) __builtin_prefetch(&sh->slots[unit_cache_home(k->hash, n_slots)]);
+    const cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
+    if (n_slots) __builtin_prefetch(&slots[unit_cache_home(k->hash, n_slots)]);
 #else
     (void)c, (void)k;
 #endif

@@ -3,8 +3,12 @@ same ids with it as without, within its bound, shared safely by threads, used by
 method that encodes long inputs."""
 from __future__ import annotations
 
+import os
 import pickle
 import random
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -48,7 +52,8 @@ def test_same_ids_with_and_without_the_cache(trained, real_text, pattern):
     cached = _tokenizer(trained, pattern)
     small = _tokenizer(trained, pattern, cache_bytes=300_000)
     texts = [real_text[:200_000], real_text[100_000:400_000], _new_words(1, 30_000),
-             real_text[:200_000], real_text]
+             real_text[:200_000], real_text, _new_words(2, 150_000)]  # (shards outgrow
+    # their small region: over 1 024 entries each)
     for text in texts:
         want = plain.encode_to_numpy(text)
         assert np.array_equal(cached.encode_to_numpy(text), want)
@@ -74,10 +79,13 @@ def test_cached_units_in_new_surroundings(trained, words, repeat):
         assert np.array_equal(cached.encode_to_numpy(text), plain.encode_to_numpy(text))
 
 
-def test_second_call_finds_every_unit(trained):
-    # (Units of over 1 024 bytes or ids are never kept: these words are shorter.)
-    tok = _tokenizer(trained, cache_bytes=64 << 20)
-    text = _new_words(7, 30_000)
+@pytest.mark.parametrize("n_words", [30_000, 200_000])
+def test_second_call_finds_every_unit(trained, n_words):
+    # (Units of over 1 024 bytes or ids are never kept: these words are shorter.) 200 000
+    # units: every shard outgrows its small region, then doubles again in its large one. One
+    # thread: an entry whose shard another thread holds is dropped.
+    tok = _tokenizer(trained, cache_bytes=64 << 20, num_threads=1)
+    text = _new_words(7, n_words)
     tok.encode_to_numpy(text)
     before = tok.cache_info()
     tok.encode_to_numpy(text[:])
@@ -86,7 +94,7 @@ def test_second_call_finds_every_unit(trained):
     assert looked > 0 and after["hits"] - before["hits"] == looked
 
 
-@pytest.mark.parametrize("bound", [300_000, 4 << 20])
+@pytest.mark.parametrize("bound", [300_000, 4 << 20, 24 << 20])  # (the last: two regions)
 def test_memory_stays_within_the_bound(trained, bound):
     # Text where every unit is new: the cache keeps emptying shards, never growing past it.
     tok = _tokenizer(trained, cache_bytes=bound)
@@ -97,12 +105,15 @@ def test_memory_stays_within_the_bound(trained, bound):
     assert info["entries"] > 0
 
 
-def test_threads_share_one_cache(trained, real_text):
-    # Eight threads encode overlapping texts at once through one small cache (shards are
-    # emptied while other threads read them): every result as without a cache.
+@pytest.mark.parametrize("bound", [500_000, 24 << 20])
+def test_threads_share_one_cache(trained, real_text, bound):
+    # Eight threads encode overlapping texts at once through one cache (shards are emptied,
+    # or moved to their large region, while other threads read them): every result as
+    # without a cache.
     plain = _tokenizer(trained, cache_bytes=0)
-    shared = _tokenizer(trained, cache_bytes=500_000, num_threads=2)
-    texts = [real_text[k * 40_000:k * 40_000 + 150_000] + _new_words(k, 5_000) for k in range(8)]
+    shared = _tokenizer(trained, cache_bytes=bound, num_threads=2)
+    texts = [real_text[k * 40_000:k * 40_000 + 150_000] + _new_words(k, 12_000)
+             for k in range(8)]
     want = [plain.encode(t) for t in texts]
     results = [None] * 8
 
@@ -175,3 +186,29 @@ def test_an_entry_too_large_for_any_arena_empties_nothing(trained):
                           for _ in range(200))
     tok.encode_to_numpy(long_words)
     assert tok.cache_info()["entries"] >= kept
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmRSS from /proc")
+def test_a_small_encode_makes_little_of_the_cache_resident():
+    # A shard starts in a small region of ordinary pages and moves to huge pages only when it
+    # outgrows it. With every shard on huge pages from the start, the first long encode of a
+    # process made the default 64 MB cache resident for a few thousand entries.
+    code = textwrap.dedent("""
+        import bpe_cffi
+        vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, ["<|endoftext|>"])
+        tok = bpe_cffi.Tokenizer(vocab, merges, special_tokens=["<|endoftext|>"])
+        text = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+
+        def rss():
+            with open("/proc/self/status") as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+        tok.encode_to_numpy(text[:1000])  # below the cache's threshold: imports, threads
+        before = rss()
+        tok.encode_to_numpy(text)
+        print((rss() - before) * 1024, tok.cache_info()["entries"])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    grown, entries = map(int, out.split())
+    assert entries > 1000 and grown < 16 << 20, (grown, entries)
