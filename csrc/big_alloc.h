@@ -36,6 +36,17 @@ static inline void big_advise(void *p, size_t bytes) {
 #endif
 }
 
+/* Asks for no huge pages for [p, p + bytes), p on a BIG_ALLOC_PAGE boundary: a table that
+ * should be resident only as far as it is touched, where the system puts every large block
+ * on huge pages. */
+static inline void big_advise_against(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_NOHUGEPAGE)
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 /* malloc(bytes) for a table; NULL if that fails. */
 static inline void *big_alloc(size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

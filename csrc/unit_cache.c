@@ -56,7 +56,10 @@ static uint8_t *shard_block(size_t small, size_t large, uint8_t **large_part) {
         total = (total + BIG_ALLOC_PAGE - 1) / BIG_ALLOC_PAGE * BIG_ALLOC_PAGE;
     }
     uint8_t *block = large ? aligned_alloc(BIG_ALLOC_PAGE, total) : malloc(total ? total : 1);
-    if (block && large) big_advise(block + small_part, total - small_part);
+    if (block && large) { /* (where huge pages are always on, the small part asks for none) */
+        big_advise_against(block, small_part);
+        big_advise(block + small_part, total - small_part);
+    }
     *large_part = block ? block + small_part : NULL;
     return block;
 }
@@ -85,13 +88,18 @@ int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out) {
         *out = c; /* too small to keep anything: a cache that always misses */
         return BPE_OK;
     }
-    uint32_t large_slots, large_arena;
-    split_shard(per_shard - small, &large_slots, &large_arena);
+    /* The large region's slots as the whole share would have them, its arena what is left
+     * once the small region is taken: a moved shard's small region is dead, and taking it
+     * from the slots would halve them at some bounds (power-of-two sizes), from the arena
+     * costs it 96 KB (the default cache: 416 KB of arena a shard against 512). */
+    uint32_t large_slots, whole_arena;
+    split_shard(per_shard, &large_slots, &whole_arena);
+    int64_t large_arena = (int64_t)whole_arena - small;
     int large = large_slots > c->small_slots && large_arena >= c->small_arena;
     if (!large) /* too small to be worth two regions: the small one takes it all */
         split_shard(per_shard, &c->small_slots, &c->small_arena);
     c->max_slots = large ? large_slots : c->small_slots;
-    c->max_arena = large ? large_arena : c->small_arena;
+    c->max_arena = large ? (uint32_t)large_arena : c->small_arena;
     uint64_t slot_room = (uint64_t)UNIT_CACHE_SHARDS * (c->small_slots + (uint64_t)c->max_slots);
     if (slot_room > SIZE_MAX / sizeof(cache_slot) / 2 ||
         (uint64_t)UNIT_CACHE_SHARDS * (c->small_arena + (uint64_t)c->max_arena) > SIZE_MAX / 2) {

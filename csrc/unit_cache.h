@@ -53,9 +53,10 @@ typedef struct {
     _Atomic uint32_t version;      /* odd while slots are moved or cleared */
     _Atomic uint32_t n_slots;      /* slots in use, a power of two; 0 until first written */
     /* The slots and arena in use: the small region's, then the large region's. Set only by
-     * writers while the version is odd. A reader may pair a small region with a large
-     * region's n_slots or arena offset (at most max_slots, max_arena): the small regions lie
-     * first in their block, before all 64 large ones, so it still reads inside the block. */
+     * writers while the version is odd. A reader may pair the small arena with an offset
+     * into the large one (at most max_arena), and a prefetch the small slots with the large
+     * n_slots (at most max_slots): the small regions lie first in their block, before all 64
+     * large ones, so it still reads inside the block. */
     _Atomic(cache_slot *) slots;
     _Atomic(uint8_t *) arena;
     uint32_t n_entries, arena_used, arena_room; /* arena_room: the bytes of the arena in use */
