@@ -55,7 +55,7 @@ def main() -> None:
             specials, pattern, chunks = case_input(case, sample, size)
             tok = bpe_cffi.Tokenizer(vocab, merges, specials, pattern=pattern)
             t = time.perf_counter()
-            tok.encode(EOT)  # a first use, timed apart (a regex of specials compiled once)
+            tok.encode(EOT)  # a first use, timed apart (threads and tables set up once)
             first_use = first_use if before else time.perf_counter() - t  # (later: cached)
             times = []
             for _ in range(3):

@@ -53,10 +53,10 @@ class SpecialTokens:
         # each ends, its length and its id (as arrays, and as lists for short texts).
         longest_first = sorted(encoded, key=len, reverse=True)
         self._needles = b"".join(longest_first)
-        self._needle_offsets = np.cumsum([0] + [len(b) for b in longest_first], dtype=np.int64)
-        self._needle_lengths = np.diff(self._needle_offsets)
+        offsets = np.cumsum([0] + [len(b) for b in longest_first], dtype=np.int64)
+        self._needle_lengths = np.diff(offsets)
         self._needle_ids = np.array([self._id_of_bytes[b] for b in longest_first], np.int32)
-        self._c_offsets = ffi.new("int64_t[]", self._needle_offsets.tolist())  # read only
+        self._c_offsets = ffi.new("int64_t[]", offsets.tolist())  # read only
         self._few_ids, self._few_lengths = self._needle_ids.tolist(), self._needle_lengths.tolist()
         self._shortest = min(self._few_lengths, default=1)
 
@@ -66,21 +66,25 @@ class SpecialTokens:
         index of each in the longest-first order."""
         cap = min(len(data) // self._shortest + 1, 1 << 16)
         starts, which = np.empty(cap, np.int64), np.empty(cap, np.int32)
-        found_starts, found_which, pos = [], [], 0
-        found = ffi.new("int64_t *")
-        buf = ffi.from_buffer("uint8_t[]", data)
+        c_starts = ffi.from_buffer("int64_t[]", starts)
+        c_which = ffi.from_buffer("int32_t[]", which)
+        buf, found_starts, found_which, pos = ffi.from_buffer("uint8_t[]", data), [], [], 0
         while True:
-            check(lib.bpe_find_specials(buf, len(data), pos, self._needles, self._c_offsets,
-                                        len(self._needle_ids),
-                                        ffi.from_buffer("int64_t[]", starts),
-                                        ffi.from_buffer("int32_t[]", which), cap, found),
-                  "bpe_find_specials")
-            k = found[0]
+            k = self._search(buf, len(data), pos, c_starts, c_which, cap)
             found_starts.append(starts[:k].copy())
             found_which.append(which[:k].copy())
             if k < cap:
                 return np.concatenate(found_starts), np.concatenate(found_which)
             pos = int(starts[k - 1] + self._needle_lengths[which[k - 1]])
+
+    def _search(self, buf, n: int, pos: int, starts, which, cap: int) -> int:
+        """bpe_find_specials of buf[pos:n] into the C arrays starts and which (room for cap);
+        returns how many it found (cap: search again from after the last)."""
+        found = ffi.new("int64_t *")
+        check(lib.bpe_find_specials(buf, n, pos, self._needles, self._c_offsets,
+                                    len(self._needle_ids), starts, which, cap, found),
+              "bpe_find_specials")
+        return found[0]
 
     def _surely_absent(self, data: bytes) -> bool:
         """Whether data, before any search, is known to hold no special token: a few
@@ -124,11 +128,8 @@ class SpecialTokens:
         else:  # one C call into cffi arrays: numpy's arrays would cost more than the search
             cap = len(data) // self._shortest + 1
             at, which = _uncleared("int64_t[]", cap), _uncleared("int32_t[]", cap)
-            found = ffi.new("int64_t *")
-            check(lib.bpe_find_specials(data, len(data), 0, self._needles, self._c_offsets,
-                                        len(self._needle_ids), at, which, cap, found),
-                  "bpe_find_specials")
-            for a, w in zip(ffi.unpack(at, found[0]), ffi.unpack(which, found[0])):
+            k = self._search(data, len(data), 0, at, which, cap)
+            for a, w in zip(ffi.unpack(at, k), ffi.unpack(which, k)):
                 ends.append(a)
                 then_id.append(self._few_ids[w])
                 starts.append(a + self._few_lengths[w])
