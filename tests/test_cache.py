@@ -105,6 +105,40 @@ def test_memory_stays_within_the_bound(trained, bound):
     assert info["entries"] > 0
 
 
+def _misses(tok: Tokenizer, text: str) -> tuple[int, int]:
+    """(misses, lookups) of the cache over one encode."""
+    before = tok.cache_info()
+    tok.encode_to_numpy(text)
+    after = tok.cache_info()
+    lookups = after["lookups"] - before["lookups"]
+    return lookups - (after["hits"] - before["hits"]), lookups
+
+
+def test_a_full_cache_keeps_the_units_that_recur(real_text):
+    # The same text again and again, each time with 4 000 words never seen before: a 1 MB
+    # cache fills up. Its shards keep what they hold, so from the second round on only the
+    # new words miss (about half the first round's misses). Shards emptied whenever full
+    # threw out the recurring units with the new ones: every round missed as much as the
+    # first.
+    tok = _tokenizer(bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT]),
+                     cache_bytes=1 << 20)
+    text = real_text[:200_000]
+    misses = [_misses(tok, text + _new_words(seed, 4000))[0] for seed in range(8)]
+    assert sorted(misses[1:])[3] < 0.7 * misses[0], misses
+
+
+def test_a_full_cache_takes_text_that_changed(real_text):
+    # A full cache, then text made of other units only, three times over: the shards that
+    # now miss too often start afresh, and the new text is cached.
+    tok = _tokenizer(bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT]),
+                     cache_bytes=1 << 20)
+    tok.encode_to_numpy(real_text[:200_000])
+    other = _new_words(100, 8000) * 3
+    for _ in range(3):
+        missed, lookups = _misses(tok, other)
+    assert missed < 0.2 * lookups, (missed, lookups)
+
+
 @pytest.mark.parametrize("bound", [500_000, 24 << 20])
 def test_threads_share_one_cache(trained, real_text, bound):
     # Eight threads encode overlapping texts at once through one cache (shards are emptied,
