@@ -10,10 +10,10 @@
  * loads only. Writers take the shard's lock (only tried, as unit_cache.h says) and:
  * - add an entry by filling a free slot and then publishing its tag (release), so a reader
  *   that sees the tag sees the rest;
- * - move or clear slots (the table doubled, or the shard emptied at its bound) with the
- *   shard's version odd, and bump it again when done. A reader notes the version before and
- *   after its lookup: if it changed, what it read is thrown away and the unit counts as a
- *   miss (a seqlock).
+ * - move or clear slots (the table doubled, or a full shard emptied when it misses too
+ *   often) with the shard's version odd, and bump it again when done. A reader notes the
+ *   version before and after its lookup: if it changed, what it read is thrown away and the
+ *   unit counts as a miss (a seqlock).
  * Every shard's slots and arena are allocated once, at their bound, when the cache is made,
  * and freed with it, so a reader never reads freed memory; the slots in use grow by doubling
  * inside that block, which the kernel backs as it is touched. */
