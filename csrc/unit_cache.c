@@ -32,13 +32,17 @@
  * stay there; realmix's 456 000 outgrow it. (With 512 slots, that 4 MB text's first encode
  * grew the process by 42 MB, against 10.) */
 #define SMALL_SHARD_BYTES (96 << 10)
-/* A full shard keeps what it holds while fewer than one lookup in MISS_RATE misses there
- * (counted once it has missed a quarter of its entries). Most of what fills a cache to its
- * bound is units met once (misspellings, numbers, names): emptying a full shard at once, for
- * them, also threw out the units that recur, which then missed again (a 150 MB stream with a
- * 64 MB cache: 1.00 M misses against 0.59 M, of 0.57 M distinct units). Text whose words
- * change (another language, say) misses more often than that, and is cached afresh. */
+/* A full shard keeps what it holds while fewer than one lookup in MISS_RATE misses there,
+ * counted over its recent lookups (both counts halved whenever the lookups pass MISS_WINDOW
+ * times its entries) once it has missed a quarter of its entries. Most of what fills a cache to its bound is units met once
+ * (misspellings, numbers, names): emptying a full shard at once, for them, also threw out the
+ * units that recur, which then missed again (a 150 MB stream with a 64 MB cache: 1.00 M
+ * misses against 0.59 M, of 0.57 M distinct units). Text whose words change (another
+ * language, say) misses more often than that, and is cached afresh. The window keeps a shard
+ * that has been full for long as quick to see that as a new one: counted from the moment it
+ * became full, the misses needed grew with that time. */
 #define MISS_RATE 8
+#define MISS_WINDOW 8
 
 /* A shard's bytes split between slots and arena: three quarters of them slots, as many as
  * fit in a power of two (0 if not even FIRST_SLOTS fit), the rest arena. Most entries live
@@ -268,9 +272,13 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
     cache_shard *sh = unit_cache_shard(c, k->hash);
     if (!shard_lock(sh)) return;
     if (sh->full) {
-        int64_t looked = (atomic_load_explicit(&c->lookups, memory_order_relaxed) -
-                          sh->full_since) / UNIT_CACHE_SHARDS; /* about, in this shard */
+        int64_t now = atomic_load_explicit(&c->lookups, memory_order_relaxed);
+        int64_t looked = (now - sh->full_since) / UNIT_CACHE_SHARDS; /* about, in this shard */
         if (++sh->missed < sh->n_entries / 4 || sh->missed * MISS_RATE < looked) {
+            if (looked > MISS_WINDOW * (int64_t)sh->n_entries) { /* the older half let go */
+                sh->missed /= 2;
+                sh->full_since = now - looked / 2 * UNIT_CACHE_SHARDS;
+            }
             shard_unlock(sh); /* keeps what it has */
             return;
         }

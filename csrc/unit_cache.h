@@ -8,10 +8,10 @@
  *
  * Bounded: the memory is cut into UNIT_CACHE_SHARDS shards of equal size, each a table of
  * slots and an arena of entries, reserved when the cache is made and touched as it fills. A
- * shard that reaches its bound keeps what it holds and takes no more, until more than one
- * lookup in eight misses there; then it is emptied whole and fills again (no eviction order
- * to keep up). So a cache never holds more than its bound, even on text where every unit is
- * new.
+ * shard that reaches its bound keeps what it holds and takes no more, until one of its recent
+ * lookups in eight misses (unit_cache.c); then it is emptied whole and fills again (no
+ * eviction order to keep up). So a cache never holds more than its bound, even on text where
+ * every unit is new.
  *
  * Touched as it fills: a shard starts in a small region of ordinary pages, packed with the
  * other shards' small regions, and moves to its large region, on huge pages, only when it
@@ -66,7 +66,7 @@ typedef struct {
     uint8_t *large_arena;                       /* max_arena bytes */
     /* At its bound, a shard is full: it keeps what it holds and takes no more, until it
      * misses too often; then it starts afresh (unit_cache.c). full_since: the cache's
-     * lookups when it became full; missed: its misses since. */
+     * lookups when the current window of counting began; missed: its misses since. */
     int full;
     int64_t missed, full_since;
 } cache_shard;

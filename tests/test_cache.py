@@ -127,12 +127,19 @@ def test_a_full_cache_keeps_the_units_that_recur(real_text):
     assert sorted(misses[1:])[3] < 0.7 * misses[0], misses
 
 
-def test_a_full_cache_takes_text_that_changed(real_text):
-    # A full cache, then text made of other units only, three times over: the shards that
-    # now miss too often start afresh, and the new text is cached.
+@pytest.mark.parametrize("rounds_full", [0, 40])
+def test_a_full_cache_takes_text_that_changed(real_text, rounds_full):
+    # A full cache (kept full for a while: its shards then miss a few units in a hundred),
+    # then text made of other units only, three times over: the shards that now miss too
+    # often start afresh, and the new text is cached. Misses counted from the moment a shard
+    # became full, rather than over its recent lookups, took longer the longer it had been
+    # full: after 40 rounds the new text still missed 58% of its lookups on its third pass.
     tok = _tokenizer(bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT]),
                      cache_bytes=1 << 20)
-    tok.encode_to_numpy(real_text[:200_000])
+    text = real_text[:200_000]
+    tok.encode_to_numpy(text + _new_words(0, 4000))
+    for seed in range(rounds_full):
+        tok.encode_to_numpy(text + _new_words(seed + 1, 40))
     other = _new_words(100, 8000) * 3
     for _ in range(3):
         missed, lookups = _misses(tok, other)
@@ -197,7 +204,8 @@ def test_cache_bytes_is_checked_and_kept(trained):
 def test_long_units_in_a_cache_whose_bound_is_no_doubling(trained):
     # 199 168 bytes: each shard has 64 slots and a 1 064-byte arena, which these long units
     # (their ids and the key past 16 bytes: up to ~600 bytes an entry) fill in a few entries:
-    # the shard must then empty rather than write past its arena.
+    # the shard must then be full (keeping what it holds, or starting afresh) rather than
+    # write past its arena.
     plain = _tokenizer(trained, cache_bytes=0)
     cached = _tokenizer(trained, cache_bytes=199_168)
     rng = random.Random(7)
