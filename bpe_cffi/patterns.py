@@ -200,16 +200,17 @@ def char_classes(level: int = CASES) -> np.ndarray:
     some = text_of(at)
 
     def where(pattern: str) -> np.ndarray:
-        return np.concatenate([at[a:b] for a, b in
-                               (m.span() for m in regex.finditer(pattern, some))] or [[]])
+        """The code points the pattern matches."""
+        return np.concatenate([at[:0]] + [at[a:b] for a, b in
+                                          (m.span() for m in regex.finditer(pattern, some))])
 
     classes = np.full(N_CODE_POINTS, 3, np.uint8)  # BASE_OTHER, then cleared where it is not
     for pattern, base in ((r"\p{L}+", 0), (r"\p{N}+", 1), (r"\s+", 2)):
-        classes[where(pattern).astype(np.int64)] = base
+        classes[where(pattern)] = base
     if level >= CASES:
         for pattern, bits in ((r"\p{Ll}+", 1 << 2), (r"\p{Lm}+", 2 << 2), (r"\p{Lo}+", 2 << 2),
                               (r"\p{M}+", 1 << 2)):  # (the last: an "other" that is a mark)
-            classes[where(pattern).astype(np.int64)] |= bits
+            classes[where(pattern)] |= bits
     if level >= FOLDS:
         for m in regex.finditer("(?i:[sdmtlver])", some):
             fold = next(k for k, letter in enumerate("sdmtlver", 1)

@@ -34,13 +34,14 @@
 #define SMALL_SHARD_BYTES (96 << 10)
 /* A full shard keeps what it holds while fewer than one lookup in MISS_RATE misses there,
  * counted over its recent lookups (both counts halved whenever the lookups pass MISS_WINDOW
- * times its entries) once it has missed a quarter of its entries. Most of what fills a cache to its bound is units met once
- * (misspellings, numbers, names): emptying a full shard at once, for them, also threw out the
- * units that recur, which then missed again (a 150 MB stream with a 64 MB cache: 1.00 M
- * misses against 0.59 M, of 0.57 M distinct units). Text whose words change (another
- * language, say) misses more often than that, and is cached afresh. The window keeps a shard
- * that has been full for long as quick to see that as a new one: counted from the moment it
- * became full, the misses needed grew with that time. */
+ * times its entries) once it has missed a quarter of its entries. Most of what fills a cache
+ * to its bound is units met once (misspellings, numbers, names): emptying a full shard at
+ * once, for them, also threw out the units that recur, which then missed again (a 150 MB
+ * stream with a 64 MB cache: 1.00 M misses against 0.59 M, of 0.57 M distinct units). Text
+ * whose words change (another language, say) misses more often than that, and is cached
+ * afresh. Counting over recent lookups keeps a shard that has been full for long as quick to
+ * see that as a new one: counted from the moment it became full, the misses needed grew with
+ * that time. */
 #define MISS_RATE 8
 #define MISS_WINDOW 8
 

@@ -114,28 +114,26 @@ def _misses(tok: Tokenizer, text: str) -> tuple[int, int]:
     return lookups - (after["hits"] - before["hits"]), lookups
 
 
-def test_a_full_cache_keeps_the_units_that_recur(real_text):
+def test_a_full_cache_keeps_the_units_that_recur(trained, real_text):
     # The same text again and again, each time with 4 000 words never seen before: a 1 MB
     # cache fills up. Its shards keep what they hold, so from the second round on only the
     # new words miss (about half the first round's misses). Shards emptied whenever full
     # threw out the recurring units with the new ones: every round missed as much as the
     # first.
-    tok = _tokenizer(bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT]),
-                     cache_bytes=1 << 20)
+    tok = _tokenizer(trained, cache_bytes=1 << 20)
     text = real_text[:200_000]
     misses = [_misses(tok, text + _new_words(seed, 4000))[0] for seed in range(8)]
     assert sorted(misses[1:])[3] < 0.7 * misses[0], misses
 
 
 @pytest.mark.parametrize("rounds_full", [0, 40])
-def test_a_full_cache_takes_text_that_changed(real_text, rounds_full):
+def test_a_full_cache_takes_text_that_changed(trained, real_text, rounds_full):
     # A full cache (kept full for a while: its shards then miss a few units in a hundred),
     # then text made of other units only, three times over: the shards that now miss too
     # often start afresh, and the new text is cached. Misses counted from the moment a shard
     # became full, rather than over its recent lookups, took longer the longer it had been
-    # full: after 40 rounds the new text still missed 58% of its lookups on its third pass.
-    tok = _tokenizer(bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT]),
-                     cache_bytes=1 << 20)
+    # full: after 40 rounds the new text still missed 90% of its lookups on its third pass.
+    tok = _tokenizer(trained, cache_bytes=1 << 20)
     text = real_text[:200_000]
     tok.encode_to_numpy(text + _new_words(0, 4000))
     for seed in range(rounds_full):
