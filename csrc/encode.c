@@ -324,12 +324,10 @@ static int encode_cached(const bpe_encoder *e, const bpe_scanner *s, bpe_unit_ca
             if (then_id[ended] >= 0) c.ids[c.out++] = then_id[ended];
             if (piece_ids_end) piece_ids_end[ended] = c.out;
         }
-        /* Tallied window by window: a full shard's writers read the lookups (unit_cache.c). */
-        unit_cache_tally(cache, c.lookups, c.hits);
-        c.lookups = c.hits = 0;
     }
     free(w);
     free(c.word_ends);
+    unit_cache_tally(cache, c.lookups, c.hits);
     *n_out = c.out;
     return rc;
 }

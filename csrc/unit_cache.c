@@ -10,8 +10,8 @@
  * loads only. Writers take the shard's lock (only tried, as unit_cache.h says) and:
  * - add an entry by filling a free slot and then publishing its tag (release), so a reader
  *   that sees the tag sees the rest;
- * - move or clear slots (the table doubled, or a full shard emptied when it misses too
- *   often) with the shard's version odd, and bump it again when done. A reader notes the
+ * - move or clear slots (the table doubled, or a full shard emptied when the units it lacks
+ *   keep coming back) with the shard's version odd, and bump it again when done. A reader notes the
  *   version before and after its lookup: if it changed, what it read is thrown away and the
  *   unit counts as a miss (a seqlock).
  * Every shard's slots and arena are allocated once, at their bound, when the cache is made,
@@ -32,18 +32,14 @@
  * stay there; realmix's 456 000 outgrow it. (With 512 slots, that 4 MB text's first encode
  * grew the process by 42 MB, against 10.) */
 #define SMALL_SHARD_BYTES (96 << 10)
-/* A full shard keeps what it holds while fewer than one lookup in MISS_RATE misses there,
- * counted over its recent lookups (both counts halved whenever the lookups pass MISS_WINDOW
- * times its entries) once it has missed a quarter of its entries. Most of what fills a cache
- * to its bound is units met once (misspellings, numbers, names): emptying a full shard at
- * once, for them, also threw out the units that recur, which then missed again (a 150 MB
- * stream with a 64 MB cache: 1.00 M misses against 0.59 M, of 0.57 M distinct units). Text
- * whose words change (another language, say) misses more often than that, and is cached
- * afresh. Counting over recent lookups keeps a shard that has been full for long as quick to
- * see that as a new one: counted from the moment it became full, the misses needed grew with
- * that time. */
-#define MISS_RATE 8
-#define MISS_WINDOW 8
+/* A full shard keeps what it holds and drops what it misses, until it has missed units it
+ * missed before as many times as a quarter of its entries; then it is emptied and fills
+ * again. Most of what fills a cache to its bound is units met once (misspellings, numbers,
+ * names): emptying a full shard at once, for them, also threw out the units that recur, which
+ * then missed again (a 150 MB stream with a 64 MB cache: 1.00 M misses against 0.59 M, of
+ * 0.57 M distinct units). Units that miss again and again are text the cache should now hold
+ * (another language, texts cut otherwise): missed_before tells them from units met once. */
+#define RECURRING_SHARE 4
 
 /* A shard's bytes split between slots and arena: three quarters of them slots, as many as
  * fit in a power of two (0 if not even FIRST_SLOTS fit), the rest arena. Most entries live
@@ -188,6 +184,19 @@ static void shard_clear(cache_shard *sh) {
     end_change(sh);
 }
 
+/* Whether a full shard (under its lock) missed the unit k before. The free slot where k's
+ * probe ends keeps the hash of the last unit that missed there: a free slot's words but its
+ * tag are read by no one (a lookup stops at its tag), and the probe has just brought its line
+ * in. Another unit missed in between makes k pass for new once more. */
+static int missed_before(cache_shard *sh, const word_key *k) {
+    cache_slot *slot = free_slot(atomic_load_explicit(&sh->slots, memory_order_relaxed),
+                                 atomic_load_explicit(&sh->n_slots, memory_order_relaxed),
+                                 k->hash);
+    if (atomic_load_explicit(&slot->value, memory_order_relaxed) == k->hash) return 1;
+    atomic_store_explicit(&slot->value, k->hash, memory_order_relaxed);
+    return 0;
+}
+
 /* Copies a slot's words (a writer's move: readers see them only through the seqlock). */
 static void copy_slot(cache_slot *to, const cache_slot *from) {
     atomic_store_explicit(&to->head, atomic_load_explicit(&from->head, memory_order_relaxed),
@@ -273,17 +282,11 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
     cache_shard *sh = unit_cache_shard(c, k->hash);
     if (!shard_lock(sh)) return;
     if (sh->full) {
-        int64_t now = atomic_load_explicit(&c->lookups, memory_order_relaxed);
-        int64_t looked = (now - sh->full_since) / UNIT_CACHE_SHARDS; /* about, in this shard */
-        if (++sh->missed < sh->n_entries / 4 || sh->missed * MISS_RATE < looked) {
-            if (looked > MISS_WINDOW * (int64_t)sh->n_entries) { /* the older half let go */
-                sh->missed /= 2;
-                sh->full_since = now - looked / 2 * UNIT_CACHE_SHARDS;
-            }
+        if (!missed_before(sh, k) || ++sh->recurring < sh->n_entries / RECURRING_SHARE) {
             shard_unlock(sh); /* keeps what it has */
             return;
         }
-        shard_clear(sh); /* misses too often: starts afresh */
+        shard_clear(sh); /* units it lacks keep coming back: starts afresh */
     }
     shard_start(sh);
     int64_t found;
@@ -300,8 +303,7 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
         }
         if (sh->arena_used + size > sh->arena_room || sh->n_entries + 1 > n_slots / 2) {
             sh->full = 1; /* at the bound */
-            sh->missed = 0;
-            sh->full_since = atomic_load_explicit(&c->lookups, memory_order_relaxed);
+            sh->recurring = 0;
             shard_unlock(sh);
             return;
         }

@@ -8,8 +8,8 @@
  *
  * Bounded: the memory is cut into UNIT_CACHE_SHARDS shards of equal size, each a table of
  * slots and an arena of entries, reserved when the cache is made and touched as it fills. A
- * shard that reaches its bound keeps what it holds and takes no more, until one of its recent
- * lookups in eight misses (unit_cache.c); then it is emptied whole and fills again (no
+ * shard that reaches its bound keeps what it holds and takes no more, until the units it
+ * lacks keep coming back (unit_cache.c); then it is emptied whole and fills again (no
  * eviction order to keep up). So a cache never holds more than its bound, even on text where
  * every unit is new.
  *
@@ -64,11 +64,11 @@ typedef struct {
     uint32_t n_entries, arena_used, arena_room; /* arena_room: the bytes of the arena in use */
     cache_slot *large_slots;                    /* room for max_slots; NULL: no large region */
     uint8_t *large_arena;                       /* max_arena bytes */
-    /* At its bound, a shard is full: it keeps what it holds and takes no more, until it
-     * misses too often; then it starts afresh (unit_cache.c). full_since: the cache's
-     * lookups when the current window of counting began; missed: its misses since. */
+    /* At its bound, a shard is full: it keeps what it holds and takes no more, until the
+     * units it lacks keep coming back; then it starts afresh (unit_cache.c). recurring:
+     * its misses, since it became full, of units it had missed before. Writers only. */
     int full;
-    int64_t missed, full_since;
+    uint32_t recurring;
 } cache_shard;
 
 struct bpe_unit_cache {
@@ -181,8 +181,7 @@ static inline void unit_cache_prefetch(bpe_unit_cache *c, const word_key *k) {
 /* Keeps the ids of the unit k, if they fit the limits above and the shard's lock is free. */
 void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, int64_t n_ids);
 
-/* Adds lookups and hits to the cache's statistics: a call's, as it goes (a full shard's
- * writers read the lookups, unit_cache.c). */
+/* Adds a call's tally to the cache's statistics. */
 void unit_cache_tally(bpe_unit_cache *c, int64_t lookups, int64_t hits);
 
 #endif

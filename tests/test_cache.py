@@ -126,13 +126,30 @@ def test_a_full_cache_keeps_the_units_that_recur(trained, real_text):
     assert sorted(misses[1:])[3] < 0.7 * misses[0], misses
 
 
+def test_a_full_cache_takes_units_that_keep_coming_back(trained, real_text):
+    # A cache full of real text and of words met once, kept full for ten rounds, then the
+    # same text with 2 000 other words in every round (a twentieth of its lookups): those
+    # words miss again and again, and the shards start afresh to take them. Shards emptied
+    # only when one of their recent lookups in eight missed kept missing them in every round
+    # (1 781-1 850 misses of 40 726 lookups).
+    tok = _tokenizer(trained, cache_bytes=1 << 20)
+    text = real_text[:200_000]
+    tok.encode_to_numpy(text + _new_words(0, 4000))
+    for seed in range(10):
+        tok.encode_to_numpy(text + _new_words(seed + 1, 40))
+    recurring = text + _new_words(99, 2000)
+    for _ in range(6):
+        missed, lookups = _misses(tok, recurring)
+    assert missed < 0.02 * lookups, (missed, lookups)
+
+
 @pytest.mark.parametrize("rounds_full", [0, 40])
 def test_a_full_cache_takes_text_that_changed(trained, real_text, rounds_full):
     # A full cache (kept full for a while: its shards then miss a few units in a hundred),
-    # then text made of other units only, three times over: the shards that now miss too
-    # often start afresh, and the new text is cached. Misses counted from the moment a shard
-    # became full, rather than over its recent lookups, took longer the longer it had been
-    # full: after 40 rounds the new text still missed 90% of its lookups on its third pass.
+    # then text made of other units only, three times over: its units miss again and again,
+    # the shards start afresh, and the new text is cached. Shards emptied when a share of
+    # the lookups since they became full missed took longer the longer they had been full:
+    # after 40 rounds the new text still missed 90% of its lookups on its third pass.
     tok = _tokenizer(trained, cache_bytes=1 << 20)
     text = real_text[:200_000]
     tok.encode_to_numpy(text + _new_words(0, 4000))
