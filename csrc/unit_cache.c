@@ -11,9 +11,9 @@
  * - add an entry by filling a free slot and then publishing its tag (release), so a reader
  *   that sees the tag sees the rest;
  * - move or clear slots (the table doubled, or a full shard emptied when the units it lacks
- *   keep coming back) with the shard's version odd, and bump it again when done. A reader notes the
- *   version before and after its lookup: if it changed, what it read is thrown away and the
- *   unit counts as a miss (a seqlock).
+ *   keep coming back) with the shard's version odd, and bump it again when done. A reader
+ *   notes the version before and after its lookup: if it changed, what it read is thrown
+ *   away and the unit counts as a miss (a seqlock).
  * Every shard's slots and arena are allocated once, at their bound, when the cache is made,
  * and freed with it, so a reader never reads freed memory; the slots in use grow by doubling
  * inside that block, which the kernel backs as it is touched. */
@@ -173,27 +173,37 @@ static void end_change(cache_shard *sh) {
     atomic_fetch_add_explicit(&sh->version, 1, memory_order_release);
 }
 
+/* Frees slots[0 .. n): their tags, and their values, which missed_before reads in free
+ * slots (the block is never cleared as a whole, so that the kernel backs what is used). */
+static void free_slots(cache_slot *slots, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].value, 0, memory_order_relaxed);
+    }
+}
+
 static void shard_clear(cache_shard *sh) {
     begin_change(sh);
-    uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
-    cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
-    for (uint32_t i = 0; i < n_slots; i++)
-        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
+    free_slots(atomic_load_explicit(&sh->slots, memory_order_relaxed),
+               atomic_load_explicit(&sh->n_slots, memory_order_relaxed));
     sh->n_entries = sh->arena_used = 0;
     sh->full = 0;
     end_change(sh);
 }
 
 /* Whether a full shard (under its lock) missed the unit k before. The free slot where k's
- * probe ends keeps the hash of the last unit that missed there: a free slot's words but its
- * tag are read by no one (a lookup stops at its tag), and the probe has just brought its line
- * in. Another unit missed in between makes k pass for new once more. */
+ * probe ends keeps the hash of the last unit that missed there: a free slot's value is never
+ * used (a lookup stops at its tag; one that read the slot's tag before the shard was emptied
+ * reads the value too, and the seqlock throws it away), and the probe has just brought its
+ * line in. Another unit that missed there in between makes k pass for new once more. The
+ * store is a release: a reader that reads it then sees the version bumped by the emptying,
+ * even when another thread than the one that emptied the shard stores it. */
 static int missed_before(cache_shard *sh, const word_key *k) {
     cache_slot *slot = free_slot(atomic_load_explicit(&sh->slots, memory_order_relaxed),
                                  atomic_load_explicit(&sh->n_slots, memory_order_relaxed),
                                  k->hash);
     if (atomic_load_explicit(&slot->value, memory_order_relaxed) == k->hash) return 1;
-    atomic_store_explicit(&slot->value, k->hash, memory_order_relaxed);
+    atomic_store_explicit(&slot->value, k->hash, memory_order_release);
     return 0;
 }
 
@@ -224,8 +234,7 @@ static void shard_double(const bpe_unit_cache *c, cache_shard *sh) {
     cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
     if (n_old == c->small_slots) { /* to the large region; the small one stays as it is */
         begin_change(sh);
-        for (uint32_t i = 0; i < n_slots; i++)
-            atomic_store_explicit(&sh->large_slots[i].tag, 0, memory_order_relaxed);
+        free_slots(sh->large_slots, n_slots);
         rehash(sh->large_slots, n_slots, slots, n_old);
         atomic_store_explicit(&sh->slots, sh->large_slots, memory_order_relaxed);
         atomic_store_explicit(&sh->n_slots, n_slots, memory_order_release);
@@ -239,8 +248,7 @@ static void shard_double(const bpe_unit_cache *c, cache_shard *sh) {
     }
     begin_change(sh);
     for (uint32_t i = 0; i < n_old; i++) copy_slot(&old[i], &slots[i]);
-    for (uint32_t i = 0; i < n_slots; i++)
-        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
+    free_slots(slots, n_slots);
     rehash(slots, n_slots, old, n_old);
     atomic_store_explicit(&sh->n_slots, n_slots, memory_order_release); /* after the zeroing */
     end_change(sh);
@@ -261,9 +269,7 @@ static void shard_grow_arena(const bpe_unit_cache *c, cache_shard *sh) {
 /* Starts a shard's table when first written (under its lock). */
 static void shard_start(cache_shard *sh) {
     if (atomic_load_explicit(&sh->n_slots, memory_order_relaxed) != 0) return;
-    cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
-    for (uint32_t i = 0; i < FIRST_SLOTS; i++)
-        atomic_store_explicit(&slots[i].tag, 0, memory_order_relaxed);
+    free_slots(atomic_load_explicit(&sh->slots, memory_order_relaxed), FIRST_SLOTS);
     atomic_store_explicit(&sh->n_slots, FIRST_SLOTS, memory_order_release);
 }
 
