@@ -96,7 +96,7 @@ def test_second_call_finds_every_unit(trained, n_words):
 
 @pytest.mark.parametrize("bound", [300_000, 4 << 20, 24 << 20])  # (the last: two regions)
 def test_memory_stays_within_the_bound(trained, bound):
-    # Text where every unit is new: the cache keeps emptying shards, never growing past it.
+    # Text where every unit is new: the shards fill to their bound and hold there.
     tok = _tokenizer(trained, cache_bytes=bound)
     for seed in range(6):
         tok.encode_to_numpy(_new_words(seed, 40_000))
