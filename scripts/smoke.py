@@ -33,7 +33,8 @@ long_words = " ".join(["a" * 2001, "".join(rng.choice("etaoinshr") for _ in rang
 assert tok.decode(tok.encode_to_numpy(long_words)) == long_words
 # Texts of 40 000 distinct words: the units' hash tables grow past 4 MB of slots; through the
 # cache (the large one's shards move from their small regions to their large ones, past 1 024
-# entries each; a small one empties its shards), and by distinct units without one.
+# entries each; a small one fills its shards to their bound, and they hold there), and by
+# distinct units without one.
 rng = random.Random(0)
 for cache_bytes in (64 << 20, 300_000, 0):
     tok = bpe_cffi.Tokenizer(vocab, merges, ["<|endoftext|>"], num_threads=1,
