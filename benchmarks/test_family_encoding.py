@@ -1,6 +1,6 @@
-"""Encoding per pattern family against every anchor: bpe_cffi, tiktoken, fastokens and
-gigatoken with the same ranks (a 50 000-token vocabulary trained on the benchmark corpus with
-the family's pattern), one group per family and form:
+"""Encoding per pattern family against every anchor: bpe_cffi, tiktoken, fastokens, gigatoken
+and Hugging Face tokenizers with the same ranks (a 50 000-token vocabulary trained on the
+benchmark corpus with the family's pattern), one group per family and form:
 
 - "encode text, FAMILY": the corpus as one text in three parts, on one tokenizer object (a cache
   that carries across calls counts), fresh copies every round; arrays for gigatoken;
@@ -53,6 +53,9 @@ def _anchor(kind, family):
                 ranks[base64.b64decode(token)] = int(rank)
         return tiktoken.Encoding("bench", pat_str=tok.pattern, mergeable_ranks=ranks,
                                  special_tokens=specials)
+    if kind == "tokenizers":
+        tokenizers = pytest.importorskip("tokenizers")
+        return tokenizers.Tokenizer.from_file(str(family[1] / "tokenizer.json"))
     if kind == "fastokens":
         fastokens = pytest.importorskip("fastokens")
         return fastokens.Tokenizer.from_tiktoken(path, pattern=tok.pattern,
@@ -73,7 +76,7 @@ def _group(benchmark, form, family):
 
 
 @pytest.mark.parametrize("tool", ["bpe_cffi list", "bpe_cffi numpy", "tiktoken", "fastokens",
-                                  "gigatoken"])
+                                  "gigatoken", "tokenizers"])
 def test_text(benchmark, family, tool):
     _group(benchmark, "text", family)
     _, tok, _, _ = _tokenizers(family)
@@ -82,7 +85,7 @@ def test_text(benchmark, family, tool):
     elif tool == "tiktoken":
         enc = _anchor(tool, family)
         fn = lambda t: enc.encode(t, allowed_special="all")  # noqa: E731
-    elif tool == "fastokens":
+    elif tool in ("fastokens", "tokenizers"):
         enc = _anchor(tool, family)
         fn = lambda t: enc.encode(t).ids  # noqa: E731
     else:
@@ -94,7 +97,7 @@ def test_text(benchmark, family, tool):
 
 
 @pytest.mark.parametrize("tool", ["bpe_cffi list", "bpe_cffi numpy", "tiktoken loop",
-                                  "fastokens", "gigatoken list", "gigatoken"])
+                                  "fastokens", "gigatoken list", "gigatoken", "tokenizers"])
 def test_batch(benchmark, family, tool):
     _group(benchmark, "batch", family)
     _, tok, _, _ = _tokenizers(family)
@@ -105,7 +108,7 @@ def test_batch(benchmark, family, tool):
     elif tool == "tiktoken loop":
         enc = _anchor("tiktoken", family)
         fn = lambda b: [enc.encode_ordinary(t) for t in b]  # noqa: E731
-    elif tool == "fastokens":
+    elif tool in ("fastokens", "tokenizers"):
         enc = _anchor(tool, family)
         fn = lambda b: [e.ids for e in enc.encode_batch(b)]  # noqa: E731
     elif tool == "gigatoken list":
