@@ -210,14 +210,14 @@ class Encoder:
         tokens: list[str] = []
         then_id: list[int] = []
         last_piece = []
-        pattern, ids_of = self.pretokenizer.regex, self.specials.ids
+        split, ids_of = self.pretokenizer.pre_tokens, self.specials.ids
         for text in texts:
             for piece, is_special in self.specials.split(text):
                 if is_special:
                     tokens.append("")
                     then_id.append(ids_of[piece])
                 else:
-                    found = pattern.findall(piece)
+                    found = split(piece)
                     tokens += found
                     then_id += [-1] * len(found)
             tokens.append("")

@@ -42,9 +42,9 @@ class Tally:
             if not self.units.add_units(self.pretokenizer.scanner, data, starts, ends):
                 decode_range(data, path, start)  # raises, naming the offset
         else:
-            text, regex = decode_range(data, path, start), self.pretokenizer.regex
+            text, split = decode_range(data, path, start), self.pretokenizer.pre_tokens
             tokens = [t for piece, is_special in self.specials.split(text) if not is_special
-                      for t in regex.findall(piece)]
+                      for t in split(piece)]
             blob, offsets = utf8_offsets(tokens)
             self.units.add_units(self.pretokenizer.scanner, blob, offsets[:-1], offsets[1:])
         self.read_s += t1 - t0
@@ -60,9 +60,9 @@ class Tally:
             self.units.add_units(self.pretokenizer.scanner, data, starts, ends)
             self.n_bytes += len(data)
         else:
-            regex = self.pretokenizer.regex
+            split = self.pretokenizer.pre_tokens
             tokens = [t for d in docs for piece, is_special in self.specials.split(d)
-                      if not is_special for t in regex.findall(piece)]
+                      if not is_special for t in split(piece)]
             blob, offsets = utf8_offsets(tokens)
             self.units.add_units(self.pretokenizer.scanner, blob, offsets[:-1], offsets[1:])
             self.n_bytes += sum(len(d.encode("utf-8")) for d in docs)

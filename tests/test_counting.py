@@ -68,6 +68,18 @@ def test_custom_pattern_is_split_by_regex(tmp_path):
     assert bpe_cffi.count_words(path, pattern=r"\S+") == {b"a": 2, b"b": 1}
 
 
+@pytest.mark.parametrize("pattern", [r"(\w+)\s?", r"(\w)+|\s", r"(?P<w>\w+)|(\s+)|(.)"])
+def test_a_pattern_with_groups_counts_whole_matches(tmp_path, pattern):
+    # regex.findall gives a pattern's groups, not its matches: pre-tokens are the whole
+    # matches, as regex.finditer gives them, file and iterator alike.
+    text = "hello world, foo  bar\nhello" + EOT + "world "
+    path = tmp_path / "t.txt"
+    path.write_text(text, encoding="utf-8")
+    want = reference.word_counts(text, [EOT], pattern)
+    assert bpe_cffi.count_words(path, [EOT], pattern=pattern) == want
+    assert bpe_cffi.count_words_from_iterator([text], [EOT], pattern=pattern) == want
+
+
 @pytest.mark.parametrize("words", [
     [], [b"a"], [b"", b"x", b"", b""], [b" the", b"\xe5\xad\x97", b"\n\n", b"'s"],
     [b"\xff", b"a\xffb", b"", b"c"],  # not UTF-8: the slicing path

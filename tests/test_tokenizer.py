@@ -639,6 +639,17 @@ def test_a_token_whose_bytes_encode_to_other_tokens():
         assert tok.encode_batch(["abc", "abc ab abc"]) == [want[:2], want]
 
 
+@pytest.mark.parametrize("pattern", [r"(\w+)\s?", r"(\w)+|\s", r"(?P<w>\w+)|(\s+)|(.)"])
+def test_a_pattern_with_groups_encodes_whole_matches(trained, pattern):
+    # regex.findall gives a pattern's groups, not its matches; pre-tokens are the matches.
+    text = "hello world, foo  bar\nhello" + EOT + "world "
+    want = reference.encode(text, *trained, [EOT], pattern)
+    tok = Tokenizer(*trained, special_tokens=[EOT], pattern=pattern)
+    assert tok.encode(text) == want
+    assert tok.encode_batch([text, text]) == [want, want]
+    assert tok.encode_to_numpy(text).tolist() == want
+
+
 def draw_merges(data, tokens: list[bytes], most: int):
     """Up to `most` merges drawn at random from tokens (extended in place), and the
     vocabulary they make."""
