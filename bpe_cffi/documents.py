@@ -168,9 +168,54 @@ def _open_binary(path: str):
         except ImportError:
             raise ImportError(f"reading {path} needs zstandard: "
                               "pip install 'bpe_cffi[zstd]'") from None
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"),
-                                                                             closefd=True))
+        return io.BufferedReader(_ZstdFrames(path, zstandard))
     return open(path, "rb")
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a .zst file, frame after frame (zstd -T, pzstd and
+    concatenated files have several), and an EOFError if the file ends inside a frame, as
+    gzip gives: zstandard's own stream reader ends there in silence, and a file cut short
+    (a download stopped half-way) lost its end unnoticed. Its errors come as OSErrors."""
+
+    _CHUNK = 1 << 17  # compressed bytes read at a time
+
+    def __init__(self, path: str, zstandard):
+        super().__init__()
+        self._file = open(path, "rb")
+        self._zstd = zstandard
+        self._frame = None  # the decompressor of the frame being read, None between frames
+        self._input = b""  # compressed bytes read but not yet decompressed
+        self._output = memoryview(b"")  # decompressed bytes not yet returned
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._output:
+            if not self._input:
+                self._input = self._file.read(self._CHUNK)
+                if not self._input:
+                    if self._frame is not None:
+                        raise EOFError("the file ends inside a zstd frame (is it cut short?)")
+                    return 0
+            if self._frame is None:
+                self._frame = self._zstd.ZstdDecompressor().decompressobj()
+            try:
+                self._output = memoryview(self._frame.decompress(self._input))
+            except self._zstd.ZstdError as e:
+                raise OSError(str(e)) from None
+            self._input = b""
+            if self._frame.eof:  # the next frame, if any, starts in what is left
+                self._input, self._frame = self._frame.unused_data, None
+        n = min(len(buffer), len(self._output))
+        buffer[:n] = self._output[:n]
+        self._output = self._output[n:]  # a view: nothing is copied
+        return n
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 def _open_text(path: str):

@@ -118,6 +118,27 @@ def test_gzip_readers_agree_and_name_bad_files(corpus, tmp_path, monkeypatch, re
             bpe_cffi.count_words(path, num_workers=1)
 
 
+@pytest.mark.parametrize("fmt", ["txt.zst", "jsonl.zst"])
+def test_zstd_files_read_every_frame_and_name_bad_files(corpus, tmp_path, fmt):
+    # zstandard's stream reader ends in silence where a cut file ends: that lost the rest of
+    # the corpus. A file of several frames is read whole; a cut or corrupt one is a
+    # ValueError naming it, as gzip's are.
+    want = bpe_cffi.count_words(corpus[fmt], [EOT], num_workers=1)
+    whole = zstandard.ZstdDecompressor().decompress(corpus[fmt].read_bytes())
+    cut_at = whole.rindex(b"\n", 0, len(whole) // 2) + 1  # between two records
+    frames = tmp_path / f"frames.{fmt}"
+    compressor = zstandard.ZstdCompressor()
+    frames.write_bytes(compressor.compress(whole[:cut_at]) + compressor.compress(whole[cut_at:]))
+    assert bpe_cffi.count_words(frames, [EOT], num_workers=1) == want
+    data = corpus[fmt].read_bytes()
+    for name, bad in [("cut", data[:len(data) // 2]), ("corrupt", b"x" + data[1:]),
+                      ("second-cut", data + data[:len(data) // 2])]:
+        path = tmp_path / f"{name}.{fmt}"
+        path.write_bytes(bad)
+        with pytest.raises(ValueError, match=f"{name}.{fmt}"):
+            bpe_cffi.count_words(path, [EOT], num_workers=1)
+
+
 def test_cli_reads_standard_input(corpus, tmp_path):
     text = corpus["plain"].read_bytes()
     run = [sys.executable, "-m", "bpe_cffi"]
