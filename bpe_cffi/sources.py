@@ -78,7 +78,7 @@ def check_input_file(path) -> str:
 def refuse_overwriting(outputs: Iterable[str], inputs: Iterable[str]) -> None:
     """Raises ValueError, before any work starts, if an output is the same file as an input
     (symlinks and hard links included): writing it would destroy the input."""
-    inputs = [p for p in map(os.fspath, inputs) if not is_url(p) and os.path.exists(p)]
+    inputs = [p for p in map(_local_path, inputs) if p is not None and os.path.exists(p)]
     for out in map(os.fspath, outputs):
         if not os.path.exists(out):
             continue
@@ -86,6 +86,18 @@ def refuse_overwriting(outputs: Iterable[str], inputs: Iterable[str]) -> None:
             if os.path.samefile(out, p):
                 raise ValueError(f"the output {out!r} is the input {p!r}: refusing to overwrite "
                                  "it; choose another output path")
+
+
+def _local_path(path) -> str | None:
+    """path as a path of this machine's file system (a file:// URL too), or None for a URL
+    of another file system."""
+    path = os.fspath(path)
+    if not is_url(path):
+        return path
+    import fsspec
+    fs, local = fsspec.core.url_to_fs(path)
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return local if "file" in protocols else None
 
 
 def resolve_inputs(paths: PathsLike) -> list[str]:

@@ -202,7 +202,7 @@ def test_missing_output_directory_is_named(trained, tmp_path):
 
 # ---- outputs never overwrite inputs -------------------------------------------------------
 
-@pytest.mark.parametrize("link", ["same", "symlink", "hard link"])
+@pytest.mark.parametrize("link", ["same", "symlink", "hard link", "file:// URL"])
 def test_encode_file_refuses_its_input_as_output(trained, tmp_path, link):
     # encode_file("in.txt", "in.txt") once replaced the corpus with the ids and returned.
     src = tmp_path / "in.txt"
@@ -214,8 +214,9 @@ def test_encode_file_refuses_its_input_as_output(trained, tmp_path, link):
     elif link == "hard link":
         out = tmp_path / "hard.txt"
         os.link(src, out)
+    given = src.as_uri() if link == "file:// URL" else src  # read through fsspec
     with pytest.raises(ValueError, match="refusing to overwrite"):
-        Tokenizer(*trained, [EOT]).encode_file(src, out)
+        Tokenizer(*trained, [EOT]).encode_file(given, out)
     assert src.read_text(encoding="utf-8") == TEXT * 100
 
 
