@@ -31,14 +31,20 @@ SCANNER_BYTES_PER_WORKER = 32 << 20
 JSONL_BLOCK_CHARS = 1 << 22  # characters of JSON lines a worker parses and counts at once
 
 
+# More workers than any machine runs at once: a pool of them only forks for a long while
+# (num_workers=10**6 forked thousands of processes before any work).
+MAX_WORKERS = 4096
+
+
 def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
-    """How many workers (or threads: name says which argument) to use; None: one per core."""
+    """How many workers (or threads: name says which argument) to use; None: one per core.
+    Pools start no more of them than they have work for."""
     if num_workers is None:
         return os.cpu_count() or 1
     if isinstance(num_workers, bool) or not isinstance(num_workers, int):
         raise TypeError(f"{name} must be an int or None, not {type(num_workers).__name__}")
-    if num_workers < 1:
-        raise ValueError(f"{name} must be at least 1, got {num_workers}")
+    if not 1 <= num_workers <= MAX_WORKERS:
+        raise ValueError(f"{name} must be from 1 to {MAX_WORKERS}, got {num_workers}")
     return num_workers
 
 

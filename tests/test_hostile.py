@@ -156,6 +156,30 @@ def test_directory_and_fifo_are_refused(tmp_path):
         bpe_cffi.count_words(fifo)
 
 
+def test_worker_counts_are_bounded(tmp_path, monkeypatch):
+    # num_workers=10**6 once forked thousands of processes before any work: counts past any
+    # machine are refused, and encode_file starts no more processes than it has ranges.
+    path = tmp_path / "t.txt"
+    path.write_text("a b c " * 1000, encoding="utf-8")
+    for bad in (0, -1, counting.MAX_WORKERS + 1, 10**6):
+        with pytest.raises(ValueError, match=f"num_workers must be from 1 to 4096, got {bad}"):
+            bpe_cffi.count_words(path, num_workers=bad)
+    for bad in (1.5, True, "2"):
+        with pytest.raises(TypeError, match="num_workers must be an int or None"):
+            bpe_cffi.count_words(path, num_workers=bad)
+    started = []
+    real_pool = encode_file.process_pool
+    monkeypatch.setattr(encode_file, "process_pool",
+                        lambda n, *args: started.append(n) or real_pool(n, *args))
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 2_000)
+    tok = bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    tok.encode_file(path, tmp_path / "ids.npy", num_workers=200)
+    edges = encode_file.Edges([], tok.pretokenizer.edges)
+    assert started == [len(encode_file.plan_file(str(path), edges, 2_000))]
+    assert 1 < started[0] < 200
+    assert np.load(tmp_path / "ids.npy").tolist() == list(b"a b c " * 1000)
+
+
 def test_file_truncated_while_read(tmp_path, monkeypatch):
     path = write(tmp_path, "hello world " * 300_000)
     plan = counting.plan_file
