@@ -13,6 +13,7 @@ the regex module has no edges of the second kind: its text is cut at special tok
 """
 from __future__ import annotations
 
+import bisect
 from typing import AnyStr, Iterable, Iterator, Sequence
 
 import regex
@@ -22,6 +23,66 @@ from .sources import file_size, open_binary
 _FIRST_BLOCK = 1 << 12  # an edge is usually within a few bytes: start small, then grow
 _MAX_BLOCK = 1 << 20
 _LAST_BLOCK = 256  # last_edge's first block back from the end of a text
+
+
+def _period(s: AnyStr) -> int:
+    """The smallest p > 0 with s[i] == s[i + p] wherever both exist (len(s) if none is
+    smaller): the shift at which s can occur again over itself. KMP's failure function."""
+    fail = [0] * (len(s) + 1)  # fail[i]: the longest proper border of s[:i]
+    k = 0
+    for i in range(1, len(s)):
+        while k and s[i] != s[k]:
+            k = fail[k]
+        if s[i] == s[k]:
+            k += 1
+        fail[i + 1] = k
+    return len(s) - fail[len(s)]
+
+
+def _occurrences(text: AnyStr, s: AnyStr, period: int, start: int, end: int
+                 ) -> list[tuple[int, int]]:
+    """The occurrences of s in text[start:end] as spans [a, b), overlapping ones included; a
+    run of occurrences overlapping each other (s can only recur `period` further on, within
+    its length) as one span from the first's start to the last's end. The runs are measured
+    with slice comparisons of doubling length, not found one occurrence at a time: "x" * 1000
+    in 3 MB of "x" is 3 M overlapping occurrences, 1 000 characters compared for each."""
+    spans = []
+    m = len(s)
+    at = text.find(s, start, end)
+    while at != -1:
+        run_end = at + m  # text[at:run_end] repeats with s's period
+        if period < m:
+            step = period
+            while step:
+                if run_end + step <= end and \
+                        text[run_end:run_end + step] == text[run_end - period:run_end + step - period]:
+                    run_end += step
+                    step *= 2
+                else:
+                    step //= 2
+        last = at + (run_end - m - at) // period * period  # the run's last occurrence
+        spans.append((at, last + m))
+        at = text.find(s, last + 1, end)
+    return spans
+
+
+def _inside(spans: list[tuple[int, int]]):
+    """A test of whether a point lies strictly inside one of the spans [a, b), in O(log n):
+    the spans' insides merged, then a binary search. Checking every span for every edge was
+    quadratic where occurrences overlap (a special token "==" in a run of "=": 30 s for 64 KB)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for a, b in sorted(spans):
+        if starts and a < ends[-1]:  # (a, b) meets the inside before it: one inside
+            ends[-1] = max(ends[-1], b)
+        else:
+            starts.append(a)
+            ends.append(b)
+
+    def covered(i: int) -> bool:
+        k = bisect.bisect_left(starts, i) - 1  # the last inside starting before i
+        return k >= 0 and i < ends[k]
+    return covered
 
 
 class Edges:
@@ -36,6 +97,7 @@ class Edges:
         def as_kind(b: bytes):
             return b if kind is bytes else b.decode("utf-8")
         self.specials = [as_kind(s) for s in specials]
+        self.periods = [_period(s) for s in self.specials]
         self.finder = regex.compile(as_kind(edges)) if edges is not None else None
         self.whitespace = [as_kind(bytes([c])) for c in b" \n\t\r\x0b\x0c"]
         #: characters of a special token that can lie before an edge it straddles
@@ -46,15 +108,13 @@ class Edges:
         """The first (or last) safe edge i of text with lo <= i < hi and i > 0, or -1. An
         edge is a family edge or the start of a special token, and is safe if no occurrence
         of a special token straddles it; text must extend to hi + self.behind (or end)."""
-        spans = []  # every occurrence of a special token that reaches into [lo, hi)
-        for s in self.specials:
-            end = min(len(text), hi + len(s) - 1)
-            at = text.find(s, max(0, lo - len(s) + 1), end)
-            while at != -1:
-                spans.append((at, at + len(s)))
-                at = text.find(s, at + 1, end)
+        spans = []  # the special tokens' occurrences that reach into [lo, hi)
+        for s, period in zip(self.specials, self.periods):
+            spans += _occurrences(text, s, period, max(0, lo - len(s) + 1),
+                                  min(len(text), hi + len(s) - 1))
+        covered = _inside(spans)
         def safe(i: int) -> bool:
-            return i > 0 and not any(a < i < b for a, b in spans)
+            return i > 0 and not covered(i)
         candidates = [a for a, _ in spans if lo <= a < hi]
         if self.finder is not None and self._has_whitespace(text, lo - 1, hi):
             # A family edge at i reads the characters at i - 1 and i: the search ends at hi,

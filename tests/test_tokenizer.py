@@ -289,7 +289,8 @@ def test_edges_in_a_block_are_those_of_the_whole_text(family, text, data):
     # over the whole text, with the starts of special tokens, less the edges inside one.
     from bpe_cffi.chunking import Edges
     from bpe_cffi.patterns import pretokenizer
-    specials = data.draw(st.lists(st.sampled_from(["a\t", " ,", "b\nb", "1 1", "é "]),
+    specials = data.draw(st.lists(st.sampled_from(["a\t", " ,", "b\nb", "1 1", "é ", "aa",
+                                                   "abab", "aba"]),
                                   max_size=2, unique=True))
     for kind, whole in ((bytes, text.encode()), (str, text)):  # files and streams
         edges = Edges([s.encode() for s in specials],
@@ -303,6 +304,28 @@ def test_edges_in_a_block_are_those_of_the_whole_text(family, text, data):
                        and not any(a < i < b for a, b in spans))
         assert edges.safe_in(whole, lo, hi) == (found[0] if found else -1)
         assert edges.safe_in(whole, lo, hi, last=True) == (found[-1] if found else -1)
+
+
+@given(s=st.text(alphabet="ab", min_size=1, max_size=8),
+       text=st.text(alphabet="ab", max_size=80), data=st.data())
+@settings(max_examples=300)
+def test_runs_of_overlapping_specials_are_found_whole(s, text, data):
+    # A special token that overlaps itself ("==" in a run of "=") has an occurrence at
+    # every step of a run: checking each edge against each occurrence took 30 s for 64 KB,
+    # and finding "x" * 1000 at each of 3 M places in a run of "x" compared 3 G characters.
+    # Runs are one span each, measured by comparing slices; the union must be the same.
+    from bpe_cffi.chunking import _occurrences, _period
+    p = next(d for d in range(1, len(s) + 1)
+             if all(s[i] == s[i + d] for i in range(len(s) - d)))
+    assert _period(s) == p
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    each = [(i, i + len(s)) for i in range(start, end - len(s) + 1) if text.startswith(s, i)]
+    spans = _occurrences(text, s, p, start, end)
+    inside = lambda spans: {i for a, b in spans for i in range(a + 1, b)}  # noqa: E731
+    assert inside(spans) == inside(each)
+    assert {a for a, _ in spans} == {a for a, _ in each if not any(c < a < d for c, d in each)}
+    assert len(_occurrences("x" * 1_000_000, "x" * 1000, 1, 0, 1_000_000)) == 1
 
 
 @pytest.mark.parametrize("family, fill", [("gpt2", b" "), ("o200k", b"a")])
