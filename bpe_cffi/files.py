@@ -22,6 +22,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 
 from .patterns import GPT2_PATTERN, pretokenizer, resolve_pattern
+from .specials import unique_specials
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -409,19 +410,46 @@ def merges_from_ranks(vocab: Vocab) -> Merges:
 FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken")
 
 
+def check_vocab(vocab) -> None:
+    """A TypeError unless vocab is a dict of ids (ints in [0, 2**31)) to bytes."""
+    if not isinstance(vocab, dict):
+        raise TypeError(f"vocab must be a dict of int -> bytes, not {type(vocab).__name__}")
+    for i, b in vocab.items():
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0 or i >= 2**31:
+            raise TypeError(f"vocab ids must be ints in [0, 2**31), got {i!r}")
+        if not isinstance(b, bytes):
+            raise TypeError(f"vocab values must be bytes, got {type(b).__name__} for id {i}")
+
+
 def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = (),
          pattern: str = GPT2_PATTERN) -> list[str]:
-    """Writes the four formats into out_dir (created if needed); returns their paths. Each file
-    appears whole or not at all, and an existing file is replaced only once its successor is
-    complete."""
+    """Writes the four formats into out_dir (created if needed); returns their paths. All is
+    checked before a file is written: vocab, merges (pairs of bytes whose tokens, and the
+    token each makes, are in vocab), special_tokens (a list of str) and the pattern. A
+    special token whose bytes are no token of vocab gets the next id, as Tokenizer gives it.
+    Each file appears whole or not at all, and an existing file is replaced only once its
+    successor is complete."""
+    specials = unique_specials(special_tokens)  # one str is refused: its characters are no tokens
+    check_vocab(vocab)
+    merges = list(merges)
+    MergeParts.of(merges)  # each a pair of bytes
+    tokens = set(vocab.values())
+    for r, (a, b) in enumerate(merges):
+        for what, token in (("names", a), ("names", b), ("makes", a + b)):
+            if token not in tokens:
+                raise ValueError(f"merge {r} {what} the token {token!r}, which is not in the "
+                                 "vocabulary")
+    vocab = dict(vocab)
+    for s in specials:
+        if s.encode("utf-8") not in tokens:
+            vocab[max(vocab, default=-1) + 1] = s.encode("utf-8")
+    document = hf_tokenizer_json(vocab, merges, specials, pattern)  # checks the pattern too
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
-    specials = list(special_tokens)
     paths = [os.path.join(out_dir, name) for name in FILES]
     save_gpt2(vocab, merges, paths[0], paths[1])
     with atomic_write(paths[2]) as f:
-        json.dump(hf_tokenizer_json(vocab, merges, specials, pattern), f, ensure_ascii=False,
-                  indent=1)
+        json.dump(document, f, ensure_ascii=False, indent=1)
     save_tiktoken(vocab, paths[3], specials)
     return paths
 

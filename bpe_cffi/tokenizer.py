@@ -12,7 +12,8 @@ from .chunking import Edges, cut_stream
 from .counting import resolve_workers
 from .decoder import Decoder
 from .encoder import Encoder
-from .files import MergeParts, load_gpt2, load_hf, load_tiktoken, merges_from_ranks, save
+from .files import (MergeParts, check_vocab, load_gpt2, load_hf, load_tiktoken,
+                    merges_from_ranks, save)
 from .patterns import GPT2_PATTERN, pretokenizer
 from .specials import SpecialTokens, unique_specials
 
@@ -39,7 +40,7 @@ class Tokenizer:
         cache_bytes: the most memory kept for the ids of units (a word with the space before
         it and the punctuation after it) encoded by earlier calls, so that later calls look
         them up instead of encoding them again; 0: no cache. The ids never depend on it."""
-        _check_vocab(vocab)
+        check_vocab(vocab)
         self.id_to_token: dict[int, bytes] = dict(vocab)
         self.token_to_id: dict[bytes, int] = {}
         for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
@@ -269,16 +270,6 @@ def _check_cache_bytes(n) -> int:
     if n < 0:
         raise ValueError(f"cache_bytes must be >= 0, got {n}")
     return n
-
-
-def _check_vocab(vocab) -> None:
-    if not isinstance(vocab, dict):
-        raise TypeError(f"vocab must be a dict of int -> bytes, not {type(vocab).__name__}")
-    for i, b in vocab.items():
-        if isinstance(i, bool) or not isinstance(i, int) or i < 0 or i >= 2**31:
-            raise TypeError(f"vocab ids must be ints in [0, 2**31), got {i!r}")
-        if not isinstance(b, bytes):
-            raise TypeError(f"vocab values must be bytes, got {type(b).__name__} for id {i}")
 
 
 @contextlib.contextmanager

@@ -179,6 +179,37 @@ def test_failed_save_leaves_previous_files_whole(saved, trained, monkeypatch):
     assert not [n for n in os.listdir(saved) if n.endswith(".tmp")]
 
 
+def test_save_checks_everything_before_writing(saved, trained):
+    # save once replaced vocab.json and then failed on the merges, which left a tokenizer
+    # that no longer loaded; a str of special tokens made each of its characters one.
+    vocab, merges = trained
+    before = {n: (saved / n).read_bytes() for n in files.FILES}
+    byte_vocab = {i: bytes([i]) for i in range(256)}
+    bad = [((byte_vocab, [("a", "b")], [EOT]), TypeError, "merge 0 must be a pair of bytes"),
+           ((byte_vocab, [(b"a", b"b")], [EOT]), ValueError,
+            "merge 0 makes the token b'ab', which is not in the vocabulary"),
+           ((vocab, merges, EOT), TypeError, "special_tokens must be a list of str"),
+           ((vocab, merges, [EOT, 5]), TypeError, "special tokens must be str"),
+           ((vocab | {7: "x"}, merges, [EOT]), TypeError, "vocab values must be bytes"),
+           ((vocab, merges, [EOT], "(unclosed"), ValueError, "invalid pre-tokenization")]
+    for args, error, message in bad:
+        with pytest.raises(error, match=message):
+            bpe_cffi.save(args[0], args[1], saved, *args[2:])
+    assert {n: (saved / n).read_bytes() for n in files.FILES} == before
+    assert Tokenizer.load(saved).encode(TEXT) == Tokenizer(*trained, [EOT]).encode(TEXT)
+
+
+def test_save_gives_a_new_special_token_the_next_id(trained, tmp_path):
+    # As Tokenizer does: a special token whose bytes are no token gets the next id (save
+    # once left it out of every file).
+    vocab, merges = trained
+    want = Tokenizer(vocab, merges, [EOT, "<|new|>"])
+    bpe_cffi.save(vocab, merges, tmp_path, [EOT, "<|new|>"])
+    got = Tokenizer.load(tmp_path)
+    assert got.special_ids == want.special_ids == {EOT: len(vocab) - 1, "<|new|>": len(vocab)}
+    assert got.encode(TEXT + "<|new|>") == want.encode(TEXT + "<|new|>")
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
 def test_written_files_get_the_umask_permissions(trained, tmp_path, umask):
     # Written files were once private (0600) whatever the umask: a tokenizer shared on a
