@@ -180,27 +180,43 @@ def save_gpt2(vocab: Vocab, merges: Merges, vocab_path: str, merges_path: str) -
             f.write(f"{token_to_str(a)} {token_to_str(b)}\n")
 
 
+def _read_json(path: str):
+    """A JSON file's document; a ValueError naming the file if it is not UTF-8 JSON (nested
+    past the interpreter's depth too)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 at byte offset {e.start}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
+
+
+def _check_ids(pairs: Iterable[tuple[str, object]], path: str) -> None:
+    """A ValueError naming the file unless every (token, id) has an id that is an int in
+    [0, 2**31) used once."""
+    seen = set()
+    for s, i in pairs:
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**31:
+            raise ValueError(f"{path}: token {s!r} has id {i!r}, not an int in [0, 2**31)")
+        if i in seen:
+            raise ValueError(f"{path}: id {i} is used twice")
+        seen.add(i)
+
+
 def load_gpt2(vocab_path: str, merges_path: str) -> tuple[Vocab, MergeParts]:
     """Reads GPT-2 files; a malformed file raises ValueError naming the file and line."""
     vocab_path = check_regular_file(os.fspath(vocab_path), "a GPT-2 vocab.json")
     merges_path = check_regular_file(os.fspath(merges_path), "a GPT-2 merges.txt")
-    with open(vocab_path, encoding="utf-8") as f:
-        try:
-            raw = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{vocab_path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    raw = _read_json(vocab_path)
     if not isinstance(raw, dict):
         raise ValueError(f"{vocab_path}: expected a JSON object of token -> id")
     ids = list(raw.values())
     if not (set(map(type, ids)) <= {int} and min(ids, default=0) >= 0
-            and len(set(ids)) == len(ids)):
-        seen = set()
-        for s, i in raw.items():
-            if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-                raise ValueError(f"{vocab_path}: token {s!r} has id {i!r}, not an int >= 0")
-            if i in seen:
-                raise ValueError(f"{vocab_path}: id {i} is used twice")
-            seen.add(i)
+            and max(ids, default=0) < 2**31 and len(set(ids)) == len(ids)):
+        _check_ids(raw.items(), vocab_path)
     vocab: Vocab = dict(zip(ids, strs_to_tokens(list(raw), vocab_path)))
     return vocab, _read_merges_txt(merges_path)
 
@@ -209,7 +225,7 @@ def _read_merges_txt(path: str) -> MergeParts:
     """merges.txt in blocks of about 4 MB, each read in bulk: the strings of one block at a
     time, never of the whole file, are alive at once."""
     blocks, lineno = [], 0
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f, _named_decode_errors(path):
         while lines := f.readlines(1 << 22):
             lines = "".join(lines).split("\n")  # after the last line's newline: ""
             if lineno == 0 and lines[0].startswith("#version"):
@@ -218,6 +234,15 @@ def _read_merges_txt(path: str) -> MergeParts:
             blocks.append(_merges_lines(lines, lineno, path) if block is None else block)
             lineno += len(lines) - 1
     return MergeParts.join(blocks)
+
+
+@contextmanager
+def _named_decode_errors(path: str) -> Iterator[None]:
+    """A file that is not UTF-8 as a ValueError naming it."""
+    try:
+        yield
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 ({e.reason})") from None
 
 
 def _merges_lines(lines: list[str], lineno: int, path: str) -> MergeParts:
@@ -286,26 +311,34 @@ def _hf_pattern(pre: dict | None, path: str) -> str:
 def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str]:
     """Reads a tokenizer.json: (vocab, merges, special tokens, pattern)."""
     path = check_regular_file(os.fspath(path), "a Hugging Face tokenizer.json")
-    with open(path, encoding="utf-8") as f:
-        try:
-            doc = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    doc = _read_json(path)
     try:
         model = doc["model"]
         if model.get("type", "BPE") != "BPE":
             raise ValueError(f"{path}: model type {model.get('type')!r} is not BPE")
+        added = doc.get("added_tokens") or []
+        _check_ids(model["vocab"].items(), path)
+        _check_ids(((t["content"], t["id"]) for t in added), path)
         vocab: Vocab = dict(zip(model["vocab"].values(), strs_to_tokens(list(model["vocab"]),
                                                                         path)))
         merges = _hf_merges(model["merges"], path)
         specials = []
-        for t in doc.get("added_tokens", []):
-            vocab[t["id"]] = t["content"].encode("utf-8")
+        for t in added:
+            content = t["content"]
+            if not isinstance(content, str) or not content:
+                raise ValueError(f"{path}: added token {t['id']} has content {content!r}, "
+                                 "not a non-empty str")
+            token = content.encode("utf-8")  # a lone surrogate: UnicodeEncodeError
+            if vocab.get(t["id"], token) != token:  # the model's own entry may repeat it
+                raise ValueError(f"{path}: added token {content!r} has id {t['id']}, the id "
+                                 f"of the token {vocab[t['id']]!r}")
+            vocab[t["id"]] = token
             if t.get("special", True):
-                specials.append(t["content"])
-    except (KeyError, TypeError, AttributeError) as e:
+                specials.append(content)
+        pattern = _hf_pattern(doc.get("pre_tokenizer"), path)
+    except (KeyError, TypeError, AttributeError, UnicodeError) as e:
         raise ValueError(f"{path}: not a BPE tokenizer.json ({type(e).__name__}: {e})") from None
-    return vocab, merges, specials, _hf_pattern(doc.get("pre_tokenizer"), path)
+    return vocab, merges, specials, pattern
 
 
 def _well_formed_merges(raw: list) -> MergeParts | None:

@@ -157,6 +157,64 @@ def test_tokenizer_json_of_wrong_shape(tmp_path):
         Tokenizer.load(tmp_path)
 
 
+def _edited(saved, edit) -> None:
+    """saved's tokenizer.json with its document changed by edit (a function of it)."""
+    path = saved / "tokenizer.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    edit(doc)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+@pytest.mark.parametrize("case, message", [
+    ("pre_tokenizer a str", "not a BPE tokenizer.json"),
+    ("pretokenizers null", "not a BPE tokenizer.json"),
+    ("vocab id a str", "has id '256', not an int"),
+    ("vocab id too large", r"has id 2147483648, not an int in \[0, 2\*\*31\)"),
+    ("added id negative", "has id -1"),
+    ("added id of another token", "has id 300, the id of the token"),
+    ("added content empty", "has content '', not a non-empty str"),
+    ("added content a lone surrogate", "UnicodeEncodeError"),
+])
+def test_malformed_tokenizer_json_is_a_value_error_naming_it(saved, case, message):
+    # Each of these once escaped as an AttributeError, TypeError or UnicodeEncodeError
+    # without the file's name, or as a misleading error about a merge.
+    def edit(doc):
+        vocab, added = doc["model"]["vocab"], doc["added_tokens"][0]
+        if case == "pre_tokenizer a str":
+            doc["pre_tokenizer"] = "ByteLevel"
+        elif case == "pretokenizers null":
+            doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": None}
+        elif case == "vocab id a str":
+            vocab[next(t for t, i in vocab.items() if i == 256)] = "256"
+        elif case == "vocab id too large":
+            vocab[next(iter(vocab))] = 2**31
+        elif case == "added id negative":
+            added["id"] = -1
+        elif case == "added id of another token":
+            added["id"] = 300
+        elif case == "added content empty":
+            added["content"] = ""
+        else:
+            added["content"] = "\ud800"
+    _edited(saved, edit)
+    with pytest.raises(ValueError, match=f"tokenizer.json: .*{message}"):
+        Tokenizer.load(saved)
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "vocab.json", "merges.txt"])
+def test_tokenizer_files_not_utf8_or_nested_too_deeply(saved, name):
+    path = saved / name
+    path.write_bytes(path.read_bytes()[:40] + b"\xff\xfe" + path.read_bytes()[40:])
+    load = (lambda: Tokenizer.load(saved)) if name == "tokenizer.json" else \
+        (lambda: files.load_gpt2(saved / "vocab.json", saved / "merges.txt"))
+    with pytest.raises(ValueError, match=f"{name}: not UTF-8"):
+        load()
+    if name != "merges.txt":
+        path.write_text("[" * 100_000, encoding="utf-8")
+        with pytest.raises(ValueError, match=f"{name}: JSON nested too deeply"):
+            load()
+
+
 def test_vocab_json_bad_id(tmp_path):
     (tmp_path / "vocab.json").write_text(json.dumps({"a": "zero"}))
     (tmp_path / "merges.txt").write_text("")
