@@ -134,7 +134,7 @@ def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> li
     lines = [line for line in block.split("\n") if line.strip()]
     try:
         records = json.loads("[" + ",".join(lines) + "]")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # then line by line, to name the line
         records = None
     if records is not None and len(records) == len(lines):
         texts = [r.get(text_field) if isinstance(r, dict) else None for r in records]
@@ -228,6 +228,8 @@ def _open_text(path: str):
 @contextlib.contextmanager
 def _stdin_text() -> Iterator[io.TextIOWrapper]:
     """Standard input read as UTF-8, left open afterwards (the wrapper is detached)."""
+    if sys.stdin is None:  # started with standard input closed
+        raise ValueError("standard input is closed")
     wrapper = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
     try:
         yield wrapper
@@ -243,6 +245,8 @@ def _jsonl_documents(f, path: str, text_field: str) -> Iterator[str]:
             record = json.loads(line)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+        except RecursionError:
+            raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
         text = record.get(text_field) if isinstance(record, dict) else None
         if not isinstance(text, str):
             raise ValueError(f"{path}:{lineno}: the record has no text field {text_field!r} "

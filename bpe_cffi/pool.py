@@ -34,18 +34,21 @@ _MAX_MESSAGE = 1000
 
 def small_errors(fn: Callable) -> Callable:
     """For pool worker functions of one argument: an exception leaves with its type and its
-    message only (see above); one whose type cannot be made from a message becomes a
-    RuntimeError naming the type."""
+    message only (see above); one whose type cannot be made from a message alone
+    (UnicodeEncodeError takes five arguments) leaves as the nearest of its base classes that
+    can, so that callers catching it (a ValueError) still do."""
     @functools.wraps(fn)
     def run(job):
         try:
             return fn(job)
         except Exception as e:
             message = str(e)[:_MAX_MESSAGE]
-            try:
-                small = type(e)(message)
-            except Exception:
-                small = RuntimeError(f"{type(e).__name__}: {message}")
+            for kind in type(e).__mro__:  # Exception at the latest
+                try:
+                    small = kind(message if kind is type(e) else f"{type(e).__name__}: {message}")
+                    break
+                except Exception:
+                    pass
         # Raised out here, not in the except clause, so that it carries no __context__:
         # picklers that keep contexts and tracebacks (tblib, which Dask installs) would send
         # the original's too.

@@ -523,6 +523,40 @@ def test_start_methods(tmp_path, method):
     assert pickle.loads(proc.stdout) == bpe_cffi.count_words(path, [EOT], num_workers=1)
 
 
+def test_worker_errors_of_types_that_take_more_than_a_message(tmp_path):
+    # A lone surrogate in a JSON lines record is a UnicodeEncodeError in the worker, which
+    # cannot be made from a message alone: it came back as a RuntimeError, which the command
+    # line shows as a traceback. It comes back as its nearest base class that can.
+    from bpe_cffi.pool import small_errors
+
+    @small_errors
+    def encode(text):
+        return text.encode("utf-8")
+
+    with pytest.raises(UnicodeError, match="UnicodeEncodeError: 'utf-8' codec can't encode"):
+        encode("a\ud800b")
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "fine"}\n' * 3000 + '{"text": "a\\ud800b"}\n', encoding="utf-8")
+    for workers in (1, 2):
+        with pytest.raises(UnicodeError):
+            bpe_cffi.count_words(path, num_workers=workers)
+
+
+def test_json_lines_nested_too_deeply_and_closed_standard_input(tmp_path):
+    from bpe_cffi.cli import main
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "fine"}\n' + "[" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"d.jsonl( \(a block of lines\))?:2: JSON nested too"):
+        bpe_cffi.count_words(path)
+    assert main(["train", str(path), "--vocab-size", "300", "--out", str(tmp_path / "t"),
+                 "--quiet"]) == 1
+    script = "import bpe_cffi; bpe_cffi.count_words('-')"
+    proc = subprocess.run([sys.executable, "-c", script], stdin=subprocess.DEVNULL,
+                          capture_output=True, close_fds=True,
+                          preexec_fn=lambda: os.close(0))
+    assert b"ValueError: standard input is closed" in proc.stderr, proc.stderr[-500:]
+
+
 def test_worker_errors_are_small_enough_to_send_whole(tmp_path):
     # A worker's exception travels with its formatted traceback; one longer than an atomic
     # pipe write can be cut by Pool.terminate (bpe_cffi/pool.py), so it leaves small.
