@@ -135,6 +135,10 @@ def atomic_write(path: str, mode: str = "w") -> Iterator:
     """Writes path whole or not at all: a temporary file in the same directory, then rename.
     The file gets the permissions the user's umask gives a new file (as open() would), not a
     temporary file's private 0600."""
+    if not path:  # abspath would make it the working directory, written in its parent
+        raise ValueError("the output path is empty")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot write {path!r}: it is a directory")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot write {path!r}: no such directory {directory!r}")
@@ -146,6 +150,9 @@ def atomic_write(path: str, mode: str = "w") -> Iterator:
             break
         except FileExistsError:
             continue
+        except PermissionError as e:  # name the output, not the temporary file
+            raise PermissionError(e.errno, f"cannot write {path!r} ({e.strerror} in "
+                                           f"{directory!r})") from None
     try:
         with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
             yield f

@@ -289,6 +289,26 @@ def test_missing_output_directory_is_named(trained, tmp_path):
         tok.encode_file(bpe_cffi.sample_path(), tmp_path / "nowhere" / "ids.npy")
 
 
+def test_bad_output_paths_are_refused_first(trained, tmp_path, monkeypatch):
+    # An empty path made the temporary file in the working directory's parent and failed
+    # only at the rename, after all the work; so did a directory.
+    from bpe_cffi import encode_file
+    from bpe_cffi.cli import main
+    tok = Tokenizer(*trained, [EOT])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(encode_file, "plan_file", lambda *a: pytest.fail("work started"))
+    with pytest.raises(ValueError, match="the output path is empty"):
+        tok.encode_file(bpe_cffi.sample_path(), "")
+    for directory in (".", str(tmp_path)):
+        with pytest.raises(IsADirectoryError, match="it is a directory"):
+            tok.encode_file(bpe_cffi.sample_path(), directory)
+    assert os.listdir(tmp_path) == []
+    assert not [n for n in os.listdir(tmp_path.parent) if n.endswith(".tmp")]
+    (tmp_path / "a_file").write_text("x")
+    monkeypatch.setattr("bpe_cffi.cli.count_words_arrays", lambda *a, **k: pytest.fail("work"))
+    assert main(["train", "--sample", "--vocab-size", "300", "--out", "a_file"]) == 1
+
+
 # ---- outputs never overwrite inputs -------------------------------------------------------
 
 @pytest.mark.parametrize("link", ["same", "symlink", "hard link", "file:// URL"])
