@@ -402,6 +402,7 @@ def load_tiktoken(path) -> Vocab:
     the file and line."""
     path = check_regular_file(os.fspath(path), "a tiktoken rank file")
     vocab: Vocab = {}
+    line_of: dict[bytes, int] = {}  # each token's line: a token ranked twice is an error
     with open(path, encoding="ascii", errors="strict") as f:
         try:
             lines = list(f)
@@ -418,7 +419,15 @@ def load_tiktoken(path) -> Vocab:
         except (ValueError, binascii.Error):
             raise ValueError(f"{path}:{lineno}: expected 'base64 rank', got {line.strip()!r}") \
                 from None
+        if not 0 <= rank < 2**31:
+            raise ValueError(f"{path}:{lineno}: rank {rank} is not in [0, 2**31)")
+        if rank in vocab:
+            raise ValueError(f"{path}:{lineno}: rank {rank} is given twice")
+        if token in line_of:
+            raise ValueError(f"{path}:{lineno}: token {token!r} is ranked twice (first on "
+                             f"line {line_of[token]})")
         vocab[rank] = token
+        line_of[token] = lineno
     return vocab
 
 

@@ -143,6 +143,19 @@ def test_bad_tiktoken_line(saved):
         files.load_tiktoken(p)
 
 
+@pytest.mark.parametrize("line, message", [
+    ("YWJj 0", "rank 0 is given twice"),  # replaced the byte 0x00 in silence
+    ("IA== 99999", r"token b' ' is ranked twice \(first on line 33\)"),  # lost merges
+    ("YWJj -1", "rank -1 is not in"), ("YWJj 2147483648", "rank 2147483648 is not in")])
+def test_tiktoken_ranks_and_tokens_given_twice_or_out_of_range(saved, line, message):
+    p = saved / "tokenizer.tiktoken"
+    with open(p, "a", encoding="ascii") as f:
+        f.write(line + "\n")
+    n = len(p.read_text().splitlines())
+    with pytest.raises(ValueError, match=rf"tokenizer\.tiktoken:{n}: {message}"):
+        files.load_tiktoken(p)
+
+
 def test_truncated_tokenizer_json(saved):
     p = saved / "tokenizer.json"
     data = p.read_text(encoding="utf-8")
