@@ -520,16 +520,20 @@ def load_counts(path) -> dict[bytes, int]:
     """Reads a file written by save_counts."""
     import numpy as np
     path = check_regular_file(os.fspath(path), "a word-count .npz written by save_counts")
+    import zipfile
     try:
         with np.load(path, allow_pickle=False) as z:
             if "bpe_cffi word counts 1" not in z["format"].tolist():
                 raise ValueError("unknown format")
             blob, offsets, values = z["words"].tobytes(), z["offsets"], z["counts"]
-    except (KeyError, ValueError, OSError) as e:
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as e:
         if isinstance(e, FileNotFoundError):
             raise
         raise ValueError(f"{path}: not a bpe_cffi word-count file ({e})") from None
-    if len(offsets) != len(values) + 1 or offsets[0] != 0 or offsets[-1] != len(blob):
+    if (offsets.ndim != 1 or values.ndim != 1 or offsets.dtype.kind not in "iu"
+            or values.dtype.kind not in "iu" or len(offsets) != len(values) + 1
+            or offsets[0] != 0 or offsets[-1] != len(blob) or (np.diff(offsets) < 0).any()
+            or (values < 0).any()):
         raise ValueError(f"{path}: inconsistent word-count file")
     from .counter import arrays_to_counts
     return arrays_to_counts((blob, offsets, values))

@@ -383,6 +383,20 @@ def test_counts_file_must_be_regular():
         bpe_cffi.load_counts("/dev/zero")
 
 
+def test_counts_file_broken_or_inconsistent(tmp_path):
+    # A broken zip escaped as zipfile.BadZipFile; offsets that go back gave wrong words.
+    path = tmp_path / "counts.npz"
+    path.write_bytes(b"PK\x03\x04" + bytes(100))
+    with pytest.raises(ValueError, match="counts.npz: not a bpe_cffi word-count file"):
+        bpe_cffi.load_counts(path)
+    for offsets, counts in [([0, 3, 1, 4], [1, 1, 1]), ([0, 2, 4], [1, -1])]:
+        with open(path, "wb") as f:
+            np.savez(f, words=np.frombuffer(b"abcd", np.uint8), offsets=np.array(offsets),
+                     counts=np.array(counts), format=np.array(["bpe_cffi word counts 1"]))
+        with pytest.raises(ValueError, match="counts.npz: inconsistent word-count file"):
+            bpe_cffi.load_counts(path)
+
+
 # ---- many files to one array ---------------------------------------------------------------
 
 @pytest.mark.parametrize("workers", [1, 2])
