@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 
@@ -76,7 +74,9 @@ def cmd_train(args) -> None:
     check_vocab_size(args.vocab_size, len(specials))
     inputs = resolve_inputs(inputs)
     refuse_overwriting(_tokenizer_files(args.out), inputs)
-    if os.path.exists(args.out) and not os.path.isdir(args.out):  # before the training
+    if not args.out:  # before the training
+        raise ValueError("--out is empty")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise FileExistsError(f"--out {args.out!r} is a file, not a directory")
     progress = not args.quiet
     _note_if_regex(args.pattern)
@@ -261,23 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised where the main thread is, so that the work unwinds as on Ctrl-C: the
-    temporary output and spill files are removed and the pool's processes stopped (killed
-    outright, it left them behind)."""
-
-
-def _raise_terminated(signum, frame) -> None:
-    raise _Terminated
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Runs the command line; returns the exit status (0, 1 for an error, 130 on Ctrl-C,
-    143 on SIGTERM)."""
+    """Runs the command line; returns the exit status (0, 1 for an error, 130 on Ctrl-C)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     try:
         with warnings.catch_warnings():  # restores showwarning afterwards
             warnings.showwarning = _warn_in_one_line
@@ -287,18 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bpe-cffi: interrupted", file=sys.stderr)
         return 130
-    except _Terminated:
-        print("bpe-cffi: terminated", file=sys.stderr)
-        return 143
     except BrokenPipeError:  # the reader went away (| head): not an error worth a message
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except (OSError, ValueError, MemoryError, OverflowError, UnicodeError) as e:
         print(f"bpe-cffi: error: {e}", file=sys.stderr)
         return 1
-    finally:
-        if in_main_thread:  # (None: a handler not set from Python, which Python cannot set)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
     return 0
 
 

@@ -75,9 +75,9 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                         _encode_here(tokenizer, path, edges, target, text_field,
                                      allowed_special, out, bar)
                     continue
-                if pool is None:  # no more processes than jobs
-                    pool = stack.enter_context(
-                        process_pool(min(workers, len(jobs)), _init_worker, (tokenizer,)))
+                if pool is None:  # no more processes than jobs, when this run is all
+                    size = workers if STDIN in paths else min(workers, len(jobs))
+                    pool = stack.enter_context(process_pool(size, _init_worker, (tokenizer,)))
                 for job, (part, n_ids, n_docs, n_bytes) in zip(jobs, pool.imap(_encode_job,
                                                                              jobs)):
                     if job[1] == "text" and job[2] == 0:  # a plain file's first range

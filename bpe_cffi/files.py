@@ -494,6 +494,8 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
             vocab[max(vocab, default=-1) + 1] = s.encode("utf-8")
     document = hf_tokenizer_json(vocab, merges, specials, pattern)  # checks the pattern too
     out_dir = os.fspath(out_dir)
+    if not out_dir:
+        raise ValueError("the output directory is empty")
     os.makedirs(out_dir, exist_ok=True)
     paths = [os.path.join(out_dir, name) for name in FILES]
     save_gpt2(vocab, merges, paths[0], paths[1])

@@ -58,7 +58,6 @@ def small_errors(fn: Callable) -> Callable:
 
 def _worker_start(initializer: Callable | None, initargs: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # Pool.terminate's: not the CLI's handler
     if initializer is not None:
         initializer(*initargs)
 

@@ -478,32 +478,6 @@ def test_ctrl_c_during_encode_file_keeps_old_output(tmp_path, big_corpus):
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
-def test_sigterm_during_cli_encode_cleans_up(tmp_path, big_corpus):
-    # Killed by SIGTERM, the command line once left its temporary output and the pool's
-    # spill directory behind. It unwinds as on Ctrl-C: exit 143, nothing left, the old
-    # output untouched, no worker alive.
-    vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT])
-    bpe_cffi.save(vocab, merges, tmp_path / "tok", [EOT], REGEX_GPT2)  # the slow path
-    out_dir = tmp_path / "out"
-    out_dir.mkdir()
-    out_path = out_dir / "ids.npy"
-    np.save(out_path, np.arange(5, dtype=np.uint16))
-    before = out_path.read_bytes()
-    proc = subprocess.Popen([sys.executable, "-m", "bpe_cffi", "encode", str(big_corpus),
-                             "--tokenizer", str(tmp_path / "tok"), "--out", str(out_path),
-                             "--workers", "2", "--quiet"],
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(2.0)  # loaded, and into the pooled part (the whole job takes several seconds)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 143, err[-1000:]
-    assert "bpe-cffi: terminated" in err
-    time.sleep(0.5)
-    with pytest.raises(ProcessLookupError):
-        os.killpg(proc.pid, 0)
-    assert os.listdir(out_dir) == ["ids.npy"] and out_path.read_bytes() == before
-
-
 def test_pool_results_are_small_enough_to_send_whole(tmp_path):
     """A worker that Pool.terminate kills part-way through sending a large result leaves half
     a message in the result pipe, and terminate then hangs for good (pool.py). So what the
