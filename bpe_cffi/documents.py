@@ -173,49 +173,87 @@ def _open_binary(path: str):
 
 
 class _ZstdFrames(io.RawIOBase):
-    """The decompressed bytes of a .zst file, frame after frame (zstd -T, pzstd and
-    concatenated files have several), and an EOFError if the file ends inside a frame, as
-    gzip gives: zstandard's own stream reader ends there in silence, and a file cut short
-    (a download stopped half-way) lost its end unnoticed. Its errors come as OSErrors."""
-
-    _CHUNK = 1 << 17  # compressed bytes read at a time
+    """The decompressed bytes of a .zst file, every frame in turn, and an EOFError if the file
+    ends inside a frame, as gzip gives: zstandard's stream reader ends there in silence, and a
+    file cut short (a download stopped half-way) lost its end unnoticed. The data come from
+    that stream reader, whose output per read is bounded (a decompressor fed whole chunks of
+    the file made all of a chunk's output at once: 1 GB from 33 KB of spaces); whether the
+    file ends whole is found first by walking its frame and block headers (_zstd_cut_at),
+    which reads a few bytes a block. Errors come as OSErrors."""
 
     def __init__(self, path: str, zstandard):
         super().__init__()
-        self._file = open(path, "rb")
-        self._zstd = zstandard
-        self._frame = None  # the decompressor of the frame being read, None between frames
-        self._input = b""  # compressed bytes read but not yet decompressed
-        self._output = memoryview(b"")  # decompressed bytes not yet returned
+        self._path, self._zstd = path, zstandard
+        self._stream = None  # opened on the first read, after the walk
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
-        while not self._output:
-            if not self._input:
-                self._input = self._file.read(self._CHUNK)
-                if not self._input:
-                    if self._frame is not None:
-                        raise EOFError("the file ends inside a zstd frame (is it cut short?)")
-                    return 0
-            if self._frame is None:
-                self._frame = self._zstd.ZstdDecompressor().decompressobj()
-            try:
-                self._output = memoryview(self._frame.decompress(self._input))
-            except self._zstd.ZstdError as e:
-                raise OSError(str(e)) from None
-            self._input = b""
-            if self._frame.eof:  # the next frame, if any, starts in what is left
-                self._input, self._frame = self._frame.unused_data, None
-        n = min(len(buffer), len(self._output))
-        buffer[:n] = self._output[:n]
-        self._output = self._output[n:]  # a view: nothing is copied
-        return n
+        if self._stream is None:
+            with open(self._path, "rb") as f:
+                cut = _zstd_cut_at(f)
+            if cut is not None:
+                raise EOFError(f"the file ends inside a zstd frame (byte {cut}): is it cut "
+                               "short?")
+            self._stream = self._zstd.ZstdDecompressor().stream_reader(
+                open(self._path, "rb"), read_across_frames=True, closefd=True)
+        try:
+            return self._stream.readinto(buffer)
+        except self._zstd.ZstdError as e:
+            raise OSError(str(e)) from None
 
     def close(self) -> None:
-        self._file.close()
+        if self._stream is not None:
+            self._stream.close()
         super().close()
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_SKIPPABLE_MAGIC = 0x184D2A50  # to 0x184D2A5F
+
+
+def _zstd_cut_at(f) -> int | None:
+    """Where a zstd file (RFC 8878) ends inside a frame, or None if it ends whole: the frames'
+    headers and block headers are read, their contents skipped. Bytes that are no frame are
+    left to the decompressor, which names them."""
+    size = os.fstat(f.fileno()).st_size
+    at = 0
+    while at < size:
+        f.seek(at)
+        head = f.read(4)
+        if len(head) < 4:
+            return at
+        magic = int.from_bytes(head, "little")
+        if magic & 0xFFFFFFF0 == _SKIPPABLE_MAGIC:
+            length = f.read(4)
+            if len(length) < 4:
+                return at
+            at += 8 + int.from_bytes(length, "little")
+        elif magic != _ZSTD_MAGIC:
+            return None
+        else:
+            descriptor = f.read(1)
+            if not descriptor:
+                return at
+            d = descriptor[0]
+            single_segment = (d >> 5) & 1
+            content_size = (1 if single_segment else 0, 2, 4, 8)[d >> 6]
+            at += 5 + (not single_segment) + (0, 1, 2, 4)[d & 3] + content_size
+            while True:  # blocks, up to the last
+                f.seek(at)
+                block = f.read(3)
+                if len(block) < 3:
+                    return min(at, size)
+                header = int.from_bytes(block, "little")
+                kind, length = (header >> 1) & 3, header >> 3
+                at += 3 + (1 if kind == 1 else length)  # an RLE block holds one byte
+                if header & 1:
+                    break
+            at += 4 * ((d >> 2) & 1)  # the checksum
+        if at > size:
+            return size
+    return None
 
 
 def _open_text(path: str):

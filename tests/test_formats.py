@@ -7,6 +7,7 @@ import gzip
 import json
 import subprocess
 import sys
+import textwrap
 import warnings
 import zlib
 
@@ -127,8 +128,10 @@ def test_zstd_files_read_every_frame_and_name_bad_files(corpus, tmp_path, fmt):
     whole = zstandard.ZstdDecompressor().decompress(corpus[fmt].read_bytes())
     cut_at = whole.rindex(b"\n", 0, len(whole) // 2) + 1  # between two records
     frames = tmp_path / f"frames.{fmt}"
-    compressor = zstandard.ZstdCompressor()
-    frames.write_bytes(compressor.compress(whole[:cut_at]) + compressor.compress(whole[cut_at:]))
+    compressor = zstandard.ZstdCompressor(write_checksum=True)
+    skippable = (0x184D2A5A).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    frames.write_bytes(skippable + compressor.compress(whole[:cut_at]) + skippable
+                       + compressor.compress(whole[cut_at:]))
     assert bpe_cffi.count_words(frames, [EOT], num_workers=1) == want
     data = corpus[fmt].read_bytes()
     for name, bad in [("cut", data[:len(data) // 2]), ("corrupt", b"x" + data[1:]),
@@ -137,6 +140,25 @@ def test_zstd_files_read_every_frame_and_name_bad_files(corpus, tmp_path, fmt):
         path.write_bytes(bad)
         with pytest.raises(ValueError, match=f"{name}.{fmt}"):
             bpe_cffi.count_words(path, [EOT], num_workers=1)
+
+
+def test_zstd_reading_is_bounded(tmp_path):
+    # 256 MB of spaces is 8 KB of zstd: reading it must not hold it all at once.
+    path = tmp_path / "spaces.txt.zst"
+    with open(path, "wb") as f, zstandard.ZstdCompressor().stream_writer(f) as w:
+        for _ in range(256):
+            w.write(b" " * (1 << 20))
+    script = textwrap.dedent(f"""
+        import resource
+        from bpe_cffi import documents
+        with documents._open_binary({str(path)!r}) as f:
+            n = sum(len(b) for b in iter(lambda: f.read(1 << 20), b""))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        print(n, peak)""")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert int(out[0]) == 256 << 20
+    assert int(out[1]) < 200, f"peak {out[1]} MB"
 
 
 def test_cli_reads_standard_input(corpus, tmp_path):
