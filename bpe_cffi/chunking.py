@@ -14,7 +14,7 @@ the regex module has no edges of the second kind: its text is cut at special tok
 from __future__ import annotations
 
 import bisect
-from typing import AnyStr, Iterable, Iterator, Sequence
+from typing import AnyStr, Callable, Iterable, Iterator, Sequence
 
 import regex
 
@@ -66,7 +66,7 @@ def _occurrences(text: AnyStr, s: AnyStr, period: int, start: int, end: int
     return spans
 
 
-def _inside(spans: list[tuple[int, int]]):
+def _inside(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
     """A test of whether a point lies strictly inside one of the spans [a, b), in O(log n):
     the spans' insides merged, then a binary search. Checking every span for every edge was
     quadratic where occurrences overlap (a special token "==" in a run of "=": 30 s for 64 KB)."""

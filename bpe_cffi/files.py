@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import stat
+import zipfile
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
@@ -489,9 +490,11 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
                 raise ValueError(f"merge {r} {what} the token {token!r}, which is not in the "
                                  "vocabulary")
     vocab = dict(vocab)
+    next_id = max(vocab, default=-1) + 1
     for s in specials:
         if s.encode("utf-8") not in tokens:
-            vocab[max(vocab, default=-1) + 1] = s.encode("utf-8")
+            vocab[next_id] = s.encode("utf-8")
+            next_id += 1
     document = hf_tokenizer_json(vocab, merges, specials, pattern)  # checks the pattern too
     out_dir = os.fspath(out_dir)
     if not out_dir:
@@ -522,7 +525,6 @@ def load_counts(path) -> dict[bytes, int]:
     """Reads a file written by save_counts."""
     import numpy as np
     path = check_regular_file(os.fspath(path), "a word-count .npz written by save_counts")
-    import zipfile
     try:
         with np.load(path, allow_pickle=False) as z:
             if "bpe_cffi word counts 1" not in z["format"].tolist():

@@ -44,6 +44,8 @@ def small_errors(fn: Callable) -> Callable:
         except Exception as e:
             message = str(e)[:_MAX_MESSAGE]
             for kind in type(e).__mro__:  # Exception at the latest
+                if not issubclass(kind, BaseException):  # a mixin
+                    continue
                 try:
                     small = kind(message if kind is type(e) else f"{type(e).__name__}: {message}")
                     break
