@@ -476,6 +476,22 @@ def test_decode_with_scattered_ids():
     assert tok.decode(np.array(ids, np.int64)) == "ab " * 100
 
 
+def test_encode_lists_with_scattered_ids():
+    # A long list took its items from an object array of every int up to the largest id: 4.7
+    # GB for one list with an id near 10**8. Scattered ids make their ints one by one.
+    vocab = {i: bytes([i]) for i in range(256)} | {2**31 - 5: b"ab"}
+    tok = Tokenizer(vocab, [(b"a", b"b")])
+    tracemalloc.start()
+    try:
+        ids = tok.encode("ab " * 40_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert ids == [2**31 - 5, 32] * 40_000
+    assert tok.encode_batch(["ab " * 40_000]) == [ids]
+    assert peak < 64 << 20, peak
+
+
 def test_empty_vocabulary():
     tok = Tokenizer({}, [])
     assert tok.encode("") == [] and len(tok) == 0
