@@ -114,11 +114,14 @@ def _known_patterns() -> dict[str, Family]:
              (2, False): "nanochat"}
     for digits, number in ((3, r"\p{N}{1,3}{+}"), (2, r"\p{N}{1,2}{+}"), (1, r"\p{N}")):
         for ends, tail in ((False, r"\s*[\r\n][[||+||++]]|\s+(?!\S)|\s+{+}"),
-                           (True, r"\s+{+}$|\s*[\r\n][[||+||++]]|\s+(?!\S)|\s[[||+||++]]")):
+                           (True, r"\s+{+}[[$||\Z]]|\s*[\r\n][[||+||++]]|\s+(?!\S)"
+                                  r"|\s[[||+||++]]")):
             name = names.get((digits, ends), f"cl100k-{digits}" + ("-tiktoken" if ends else ""))
             hf = _CL100K_HF.replace(r"\p{N}{1,3}", number.replace("{+}", ""))
-            if ends:
-                hf = hf.replace(r"|\s*[\r\n]+", r"|\s+$|\s*[\r\n]+")
+            if ends:  # Oniguruma's $ ends every line, its \Z the text (or its last line
+                # break): regex's $. After \s+, which takes a last line break too, \Z and $
+                # match alike in regex, so that form is this family's as well.
+                hf = hf.replace(r"|\s*[\r\n]+", r"|\s+\Z|\s*[\r\n]+")
             family = Family(name, lib.BPE_SCAN_CL100K, FOLDS, _CL100K_EDGES, digits, ends, hf)
             for s in _expand(r"[['(?i:[sdmt]|ll|ve|re)||(?i:'s|'t|'re|'ve|'m|'ll|'d)]]"
                              r"|[^\r\n\p{L}\p{N}]?{+}\p{L}+{+}|" + number

@@ -21,7 +21,8 @@ EOT = "<|endoftext|>"
 # Every published pattern with a C scanner, and a sample of the equivalent forms recognised as
 # theirs, each checked against the regex module itself.
 KNOWN = list(PATTERNS.values()) + random.Random(0).sample(
-    sorted(set(_KNOWN) - set(PATTERNS.values())), 8)
+    sorted(set(_KNOWN) - set(PATTERNS.values())), 8) + [
+    pretokenizer("cl100k_tiktoken").family.hf_pattern]  # \s+\Z for \s+$: tokenizer.json's
 # One pattern per way of cutting units (csrc/units.h): the cut depends on the family only.
 FAMILIES = [PATTERNS[name] for name in ("gpt2", "cl100k", "o200k")]
 
