@@ -51,15 +51,14 @@ def _occurrences(text: AnyStr, s: AnyStr, period: int, start: int, end: int
     at = text.find(s, start, end)
     while at != -1:
         run_end = at + m  # text[at:run_end] repeats with s's period
-        if period < m:
-            step = period
-            while step:
-                if run_end + step <= end and \
-                        text[run_end:run_end + step] == text[run_end - period:run_end + step - period]:
-                    run_end += step
-                    step *= 2
-                else:
-                    step //= 2
+        step = period if period < m else 0
+        while step:  # text[j] == text[j - period] for j in [run_end, run_end + step)?
+            if run_end + step <= end and text[run_end:run_end + step] == \
+                    text[run_end - period:run_end + step - period]:
+                run_end += step
+                step *= 2
+            else:
+                step //= 2
         last = at + (run_end - m - at) // period * period  # the run's last occurrence
         spans.append((at, last + m))
         at = text.find(s, last + 1, end)

@@ -37,8 +37,7 @@ MAX_WORKERS = 4096
 
 
 def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
-    """How many workers (or threads: name says which argument) to use; None: one per core.
-    Pools start no more of them than they have work for."""
+    """How many workers (or threads: name says which argument) to use; None: one per core."""
     if num_workers is None:
         return os.cpu_count() or 1
     if isinstance(num_workers, bool) or not isinstance(num_workers, int):
