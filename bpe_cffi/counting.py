@@ -7,6 +7,7 @@ The parent counts one group of ranges itself; a pool process counts each other g
 from __future__ import annotations
 
 import multiprocessing
+import operator
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,8 +41,13 @@ def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
     """How many workers (or threads: name says which argument) to use; None: one per core."""
     if num_workers is None:
         return os.cpu_count() or 1
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int):
-        raise TypeError(f"{name} must be an int or None, not {type(num_workers).__name__}")
+    try:  # a numpy int too, as vocab_size takes
+        if isinstance(num_workers, bool):
+            raise TypeError
+        num_workers = operator.index(num_workers)
+    except TypeError:
+        raise TypeError(f"{name} must be an int or None, not {type(num_workers).__name__}") \
+            from None
     if not 1 <= num_workers <= MAX_WORKERS:
         raise ValueError(f"{name} must be from 1 to {MAX_WORKERS}, got {num_workers}")
     return num_workers

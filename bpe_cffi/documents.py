@@ -286,6 +286,9 @@ def _jsonl_documents(f, path: str, text_field: str) -> Iterator[str]:
         except RecursionError:
             raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
         text = record.get(text_field) if isinstance(record, dict) else None
+        if text is not None and not isinstance(text, str):
+            raise ValueError(f"{path}:{lineno}: the record's text field {text_field!r} holds "
+                             f"{text!r}, not a str")
         if not isinstance(text, str):
             raise ValueError(f"{path}:{lineno}: the record has no text field {text_field!r} "
                              "(choose the field with text_field= or --text-field)")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 import os
 from typing import AbstractSet, Iterable, Iterator, Sequence, Union
 
@@ -265,10 +266,15 @@ class Tokenizer:
 
 
 def _check_cache_bytes(n) -> int:
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"cache_bytes must be an int, not {type(n).__name__}")
-    if n < 0:
-        raise ValueError(f"cache_bytes must be >= 0, got {n}")
+    """n as an int (a numpy int too) from 0 to 2**63 - 1, the C side's int64."""
+    if isinstance(n, bool):
+        raise TypeError("cache_bytes must be an int, not bool")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"cache_bytes must be an int, not {type(n).__name__}") from None
+    if not 0 <= n < 2**63:
+        raise ValueError(f"cache_bytes must be from 0 to 2**63 - 1, got {n}")
     return n
 
 

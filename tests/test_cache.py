@@ -207,6 +207,11 @@ def test_cache_bytes_is_checked_and_kept(trained):
         _tokenizer(trained, cache_bytes=1.5)
     with pytest.raises(ValueError, match="cache_bytes"):
         _tokenizer(trained, cache_bytes=-1)
+    with pytest.raises(ValueError, match=r"cache_bytes must be from 0 to 2\*\*63 - 1"):
+        _tokenizer(trained, cache_bytes=2**63)  # was an OverflowError at the C boundary
+    with pytest.raises(TypeError, match="cache_bytes must be an int, not bool"):
+        _tokenizer(trained, cache_bytes=True)
+    assert _tokenizer(trained, cache_bytes=np.int64(1 << 20)).cache_bytes == 1 << 20
     tok = _tokenizer(trained, cache_bytes=1 << 20)
     assert tok.cache_bytes == 1 << 20
     assert pickle.loads(pickle.dumps(tok)).cache_bytes == 1 << 20

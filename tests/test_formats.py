@@ -92,6 +92,11 @@ def test_text_field_errors_name_the_file(corpus, tmp_path):
     with pytest.raises(ValueError, match=r"no column 'body' \(columns: id, text"):
         bpe_cffi.count_words(corpus["parquet"], text_field="body")
     assert bpe_cffi.count_words(corpus["jsonl"], [EOT], text_field="text")
+    not_text = tmp_path / "not_text.jsonl"
+    not_text.write_text('{"text": "ok"}\n{"text": 5}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"not_text.jsonl( \(a block of lines\))?:2: the "
+                                         "record's text field 'text' holds 5, not a str"):
+        bpe_cffi.count_words(not_text)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{"text": \n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.jsonl( \(a block of lines\))?:2: not valid JSON"):

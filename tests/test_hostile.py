@@ -167,6 +167,8 @@ def test_worker_counts_are_bounded(tmp_path, monkeypatch):
     for bad in (1.5, True, "2"):
         with pytest.raises(TypeError, match="num_workers must be an int or None"):
             bpe_cffi.count_words(path, num_workers=bad)
+    assert bpe_cffi.count_words(path, num_workers=np.int64(2)) == \
+        bpe_cffi.count_words(path, num_workers=1)  # a numpy int, as vocab_size takes
     started = []
     real_pool = encode_file.process_pool
     monkeypatch.setattr(encode_file, "process_pool",
