@@ -128,6 +128,8 @@ def _tokenizer_files(directory: str) -> list[str]:
 
 def cmd_encode(args) -> None:
     """bpe-cffi encode: corpus files to one .npy of ids."""
+    if args.separator == "":  # encode_file refuses it too: "" is no separator
+        raise UsageError("--separator must not be empty (--no-separator writes none)")
     refuse_overwriting([args.out], _tokenizer_files(args.tokenizer))  # encode_file: the inputs
     tok = Tokenizer.load(args.tokenizer)
     _note_if_regex(tok.pattern)

@@ -48,6 +48,8 @@ def test_train_several_files_and_glob(tmp_path, capsys):
     (["train", "--sample", "--vocab-size", "many", "--out", "x"], 2, "invalid int"),
     (["info", "does-not-exist"], 1, "no such tokenizer directory"),
     (["frobnicate"], 2, "invalid choice"),
+    (["encode", "in.txt", "--tokenizer", "t", "--out", "o.npy", "--separator", ""], 2,
+     "--separator must not be empty"),  # meant the default in silence
 ])
 def test_user_errors(tmp_path, monkeypatch, capsys, argv, status, message):
     monkeypatch.chdir(tmp_path)
