@@ -31,6 +31,10 @@ def test_save_writes_four_files(saved):
     assert sorted(os.listdir(saved)) == sorted(files.FILES)
 
 
+def test_load_takes_a_bytes_path(saved):
+    assert Tokenizer.load(os.fsencode(saved)).encode(TEXT) == Tokenizer.load(saved).encode(TEXT)
+
+
 def test_load_prefers_tokenizer_json_and_keeps_specials(saved, trained):
     tok = Tokenizer.load(saved)
     assert tok.special_tokens == [EOT]
