@@ -125,4 +125,6 @@ def resolve_inputs(paths: PathsLike) -> list[str]:
             files.append(check_input_file(p))
     if not files:
         raise ValueError("no input files given")
+    if files.count(STDIN) > 1:  # the second read would find it empty: an empty document
+        raise ValueError("standard input ('-') is given more than once")
     return files

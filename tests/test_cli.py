@@ -50,6 +50,8 @@ def test_train_several_files_and_glob(tmp_path, capsys):
     (["frobnicate"], 2, "invalid choice"),
     (["encode", "in.txt", "--tokenizer", "t", "--out", "o.npy", "--separator", ""], 2,
      "--separator must not be empty"),  # meant the default in silence
+    (["train", "-", "-", "--vocab-size", "300", "--out", "x"], 1,
+     "standard input ('-') is given more than once"),  # an empty second document
 ])
 def test_user_errors(tmp_path, monkeypatch, capsys, argv, status, message):
     monkeypatch.chdir(tmp_path)
