@@ -37,17 +37,21 @@ JSONL_BLOCK_CHARS = 1 << 22  # characters of JSON lines a worker parses and coun
 MAX_WORKERS = 4096
 
 
+def checked_int(value, name: str, kind: str = "an int") -> int:
+    """value as an int (a numpy int too, not a bool), else a TypeError naming the argument."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{name} must be {kind}, not {type(value).__name__}")
+
+
 def resolve_workers(num_workers: int | None, name: str = "num_workers") -> int:
     """How many workers (or threads: name says which argument) to use; None: one per core."""
     if num_workers is None:
         return os.cpu_count() or 1
-    try:  # a numpy int too, as vocab_size takes
-        if isinstance(num_workers, bool):
-            raise TypeError
-        num_workers = operator.index(num_workers)
-    except TypeError:
-        raise TypeError(f"{name} must be an int or None, not {type(num_workers).__name__}") \
-            from None
+    num_workers = checked_int(num_workers, name, "an int or None")
     if not 1 <= num_workers <= MAX_WORKERS:
         raise ValueError(f"{name} must be from 1 to {MAX_WORKERS}, got {num_workers}")
     return num_workers

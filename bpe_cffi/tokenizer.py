@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import operator
 import os
 from typing import AbstractSet, Iterable, Iterator, Sequence, Union
 
 import numpy as np
 
 from .chunking import Edges, cut_stream
-from .counting import resolve_workers
+from .counting import checked_int, resolve_workers
 from .decoder import Decoder
 from .encoder import Encoder
 from .files import (MergeParts, check_vocab, load_gpt2, load_hf, load_tiktoken,
@@ -267,12 +266,7 @@ class Tokenizer:
 
 def _check_cache_bytes(n) -> int:
     """n as an int (a numpy int too) from 0 to 2**63 - 1, the C side's int64."""
-    if isinstance(n, bool):
-        raise TypeError("cache_bytes must be an int, not bool")
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"cache_bytes must be an int, not {type(n).__name__}") from None
+    n = checked_int(n, "cache_bytes")
     if not 0 <= n < 2**63:
         raise ValueError(f"cache_bytes must be from 0 to 2**63 - 1, got {n}")
     return n

@@ -1,7 +1,6 @@
 """Training (docs/spec.md): word counts -> merges in the C core, and the train_bpe front door."""
 from __future__ import annotations
 
-import operator
 import sys
 import time
 import warnings
@@ -10,7 +9,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from ._lib import check, ffi, lib
-from .counting import count_words_arrays
+from .counting import checked_int, count_words_arrays
 from .progress import progress_bar
 from .sources import PathsLike
 from .counter import counts_to_arrays
@@ -25,12 +24,7 @@ _MERGES_PER_CALL = 256  # merges per C call: progress and Ctrl-C are handled bet
 
 def check_vocab_size(vocab_size, n_specials: int) -> int:
     """vocab_size as an int, if it holds the 256 bytes and the special tokens."""
-    if isinstance(vocab_size, bool):
-        raise TypeError("vocab_size must be an int, not bool")
-    try:
-        vocab_size = operator.index(vocab_size)
-    except TypeError:
-        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}") from None
+    vocab_size = checked_int(vocab_size, "vocab_size")
     if vocab_size < 256 + n_specials:
         raise ValueError(f"vocab_size={vocab_size} is too small: it must be at least 256 "
                          f"(one token per byte) + {n_specials} special token(s) = "
