@@ -15,7 +15,19 @@ import json
 import os
 import tempfile
 
-GIGATOKEN_NAMES = {"gpt2": "gpt2", "cl100k_tiktoken": "gpt4", "o200k": "o200k"}
+
+def _gigatoken_family(pre_tokenizer: dict) -> str:
+    """gigatoken's name for the family of a tokenizer.json written by bpe_cffi, told from its
+    pattern without importing bpe_cffi (whose import, numpy's included, would be timed as
+    gigatoken's)."""
+    text = json.dumps(pre_tokenizer)
+    if pre_tokenizer.get("type") == "ByteLevel":
+        return "gpt2"
+    if r"\\p{Lu}\\p{Lt}" in text:
+        return "o200k"
+    if r"\\p{N}{1,3}" in text:
+        return "gpt4"
+    raise SystemExit(f"no gigatoken pretokenizer for {text[:200]}")
 
 
 def main() -> None:
@@ -31,12 +43,9 @@ def main() -> None:
         with open(os.path.join(args.tokenizer, "tokenizer.json"), encoding="utf-8") as f:
             doc = json.load(f)
         specials = {t["content"]: t["id"] for t in doc["added_tokens"]}
-        import bpe_cffi.files
-        name = bpe_cffi.patterns.pretokenizer(bpe_cffi.files._hf_pattern(
-            doc["pre_tokenizer"], "tokenizer.json")).name
         tok = gigatoken.Tokenizer.from_tiktoken(
             os.path.join(args.tokenizer, "tokenizer.tiktoken"),
-            pretokenizer=GIGATOKEN_NAMES[name], special_tokens=specials)
+            pretokenizer=_gigatoken_family(doc["pre_tokenizer"]), special_tokens=specials)
         tok.encode_files(gigatoken.TextFileSource([args.corpus], separator="<|endoftext|>"))
         return
     import bpe_cffi
