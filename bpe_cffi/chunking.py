@@ -5,7 +5,7 @@ An edge is safe when pre-tokenizing the two sides apart gives exactly the pre-to
 whole (docs/spec.md: results never depend on chunking). Two kinds of edge are safe:
 
 * the start of a special token's occurrence: the text is cut there anyway;
-* with a pattern family that has a C scanner, its safe edges between ASCII characters
+* with a pattern family that has a C scanner, its safe edges beside ASCII whitespace
   (Pretokenizer.edges; csrc/units.h says why they are safe), whole characters in UTF-8.
 
 Either kind is safe only if no occurrence of a special token straddles it. A pattern split by
@@ -18,6 +18,7 @@ from typing import AnyStr, Callable, Iterable, Iterator, Sequence
 
 import regex
 
+from .patterns import EdgePatterns
 from .sources import file_size, open_binary
 
 _FIRST_BLOCK = 1 << 12  # an edge is usually within a few bytes: start small, then grow
@@ -92,12 +93,18 @@ class Edges:
     literal takes seconds to compile), the family's edges with its regex; edges are searched
     in blocks, so that the cost is that of the text around the edge found."""
 
-    def __init__(self, specials: Sequence[bytes], edges: bytes | None, kind: type = bytes):
+    def __init__(self, specials: Sequence[bytes], edges: EdgePatterns | None,
+                 kind: type = bytes):
         def as_kind(b: bytes):
             return b if kind is bytes else b.decode("utf-8")
         self.specials = [as_kind(s) for s in specials]
         self.periods = [_period(s) for s in self.specials]
-        self.finder = regex.compile(as_kind(edges)) if edges is not None else None
+        self.finder = None if edges is None else \
+            regex.compile(edges.utf8 if kind is bytes else edges.text)
+        #: how far a family edge's regex reads on either side of it: a character (str), or
+        #: one in UTF-8, up to 3 bytes (bytes)
+        self.reach = 3 if kind is bytes else 1
+        self.ascii_space = as_kind(b" \n\t\r\x0b\x0c")
         self.whitespace = [as_kind(bytes([c])) for c in b" \n\t\r\x0b\x0c"]
         #: characters of a special token that can lie before an edge it straddles
         self.behind = max([len(s) - 1 for s in self.specials] + [0])
@@ -106,7 +113,8 @@ class Edges:
     def safe_in(self, text: AnyStr, lo: int, hi: int, last: bool = False) -> int:
         """The first (or last) safe edge i of text with lo <= i < hi and i > 0, or -1. An
         edge is a family edge or the start of a special token, and is safe if no occurrence
-        of a special token straddles it; text must extend to hi + self.behind (or end)."""
+        of a special token straddles it; text must extend to hi + max(self.behind,
+        self.reach) (or its end), and from lo - self.reach (or its start)."""
         spans = []  # the special tokens' occurrences that reach into [lo, hi)
         for s, period in zip(self.specials, self.periods):
             spans += _occurrences(text, s, period, max(0, lo - len(s) + 1),
@@ -115,34 +123,39 @@ class Edges:
         def safe(i: int) -> bool:
             return i > 0 and not covered(i)
         candidates = [a for a, _ in spans if lo <= a < hi]
-        if self.finder is not None and self._has_whitespace(text, lo - 1, hi):
-            # A family edge at i reads the characters at i - 1 and i: the search ends at hi,
-            # so that a text without edges costs each block its own length, not the rest of
-            # the text. The first edge stops the search: the regex costs 20-230 ns a byte,
-            # and a whole block of 4 KB took a long text's three cuts for threads 3 ms.
-            found = self.finder.finditer(text, lo, hi)
+        if self.finder is not None and self._may_hold_an_edge(text, lo - 1, hi):
+            # A family edge at i reads the characters at i - 1 and i: the search ends at the
+            # last character of the block, so that a text without edges costs each block its
+            # own length, not the rest of the text. The first edge stops the search: the
+            # regex costs 20-230 ns a byte, and a whole block of 4 KB took a long text's
+            # three cuts for threads 3 ms.
+            found = (m.start() for m in self.finder.finditer(
+                text, lo, min(len(text), hi + self.reach - 1)) if m.start() < hi)
             if last:
-                candidates += [m.start() for m in found]
+                candidates += list(found)
             else:
-                first = next((m.start() for m in found if safe(m.start())), None)
+                first = next((i for i in found if safe(i)), None)
                 candidates += [] if first is None else [first]
         for i in sorted(candidates, reverse=last):
             if safe(i):
                 return i
         return -1
 
-    def _has_whitespace(self, text: AnyStr, lo: int, hi: int) -> bool:
-        """Whether text[lo:hi] holds ASCII whitespace, which every family edge has at it or
-        just before it (patterns.py). A few memchr scans turn away a long stretch without
-        any (50 MB of one letter, o200k: 12.8 s to 3.8 s, docs/performance.md) before the
-        regex, which costs 20-230 ns a byte where it finds nothing."""
-        return any(text.find(c, max(0, lo), hi) >= 0 for c in self.whitespace)
+    def _may_hold_an_edge(self, text: AnyStr, lo: int, hi: int) -> bool:
+        """Whether text[lo:hi] holds ASCII whitespace and something else, as every family
+        edge has at it or just before it, and beside it (patterns.py). A few memchr scans
+        and a strip turn away a long stretch of one letter (50 MB, o200k: 12.8 s to 3.8 s,
+        docs/performance.md) or of spaces before the regex, which costs 20-230 ns a byte
+        where it finds nothing."""
+        lo = max(0, lo)
+        return (any(text.find(c, lo, hi) >= 0 for c in self.whitespace)
+                and len(text[lo:hi].strip(self.ascii_space)) > 0)
 
     def next_edge(self, f, pos: int, size: int) -> int:
         """The first safe edge at or after pos in file f of size bytes, or size if none."""
         if self.none:
             return size
-        behind = max(self.behind, 1)
+        behind = max(self.behind, self.reach)
         start, step = pos, _FIRST_BLOCK
         while start < size:
             lo = max(0, start - behind)

@@ -59,14 +59,42 @@ N_CODE_POINTS = 0x110000  # entries of the class table (csrc/scan.h)
 # since each pass over all code points costs 8-20 ms at start-up.
 BASE, FOLDS, CASES = 0, 1, 2  # the base classes; and the contractions' letters; and o200k's
 
-# Safe edges on ASCII bytes (csrc/units.h says why): text then whitespace, in every family; in
-# cl100k's and o200k's not \r or \n after punctuation, but a line break then text (o200k: not
-# /, which its punctuation carries along).
-_GPT2_EDGES = rb"(?<=[\x21-\x7e])(?=[\t\n\x0b\x0c\r ])"
-_CL100K_EDGES = (rb"(?<=[\x21-\x7e])(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])"
-                 rb"|(?<=[\r\n])(?=[\x21-\x7e])")
-_O200K_EDGES = (rb"(?<=[\x21-\x7e])(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])"
-                rb"|(?<=[\r\n])(?=[\x21-\x2e\x30-\x7e])")
+# Safe edges (csrc/units.h says why they are safe): text then whitespace, in every family; in
+# cl100k's and o200k's not \r or \n after what is neither a letter nor a number, but a line
+# break then text (o200k: not /, which its punctuation carries along). "Text" is any character
+# that is not whitespace (\s): the same edges in any script, so that text without ASCII beside
+# its line breaks (Japanese lines ending in 。) is cut as often as English. Each family has a
+# regex on UTF-8 bytes (files, UTF-8 text) and one on str (streams). On bytes, a character
+# outside ASCII ends in a continuation byte and starts with a lead byte: whitespace among those
+# is the 19 code points \s matches above U+007F, spelled out. A letter or number before a line
+# break is checked on ASCII alone there (fewer edges, never a wrong one). The whitespace at or
+# just before each edge is ASCII (Edges skips blocks without any).
+_UTF8_SPACE = rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80"
+_UTF8_TEXT_BEFORE = (rb"(?:(?<=[\x00-\x08\x0e-\x1f\x21-\x7f])|(?<=[\x80-\xbf])(?<!"
+                     + _UTF8_SPACE + rb"))")
+
+
+def _utf8_text_at(ascii_text: bytes) -> bytes:
+    return rb"(?=[" + ascii_text + rb"]|(?!" + _UTF8_SPACE + rb")[\xc2-\xf4])"
+
+
+@dataclass(frozen=True)
+class EdgePatterns:
+    """A family's safe edges as a regex on UTF-8 bytes and as one on str."""
+    utf8: bytes
+    text: str
+
+
+_GPT2_EDGES = EdgePatterns(_UTF8_TEXT_BEFORE + rb"(?=[\t\n\x0b\x0c\r ])",
+                           r"(?<=\S)(?=[\t\n\x0b\x0c\r ])")
+_CL100K_EDGES = EdgePatterns(
+    _UTF8_TEXT_BEFORE + rb"(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])|(?<=[\r\n])"
+    + _utf8_text_at(rb"\x00-\x08\x0e-\x1f\x21-\x7f"),
+    r"(?<=\S)(?=[\t\x0b\x0c ])|(?<=[\p{L}\p{N}])(?=[\r\n])|(?<=[\r\n])(?=\S)")
+_O200K_EDGES = EdgePatterns(
+    _UTF8_TEXT_BEFORE + rb"(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])|(?<=[\r\n])"
+    + _utf8_text_at(rb"\x00-\x08\x0e-\x1f\x21-\x2e\x30-\x7f"),
+    r"(?<=\S)(?=[\t\x0b\x0c ])|(?<=[\p{L}\p{N}])(?=[\r\n])|(?<=[\r\n])(?=[^\s/])")
 
 
 @dataclass(frozen=True)
@@ -75,7 +103,7 @@ class Family:
     name: str
     code: int  # BPE_SCAN_*
     classes: int  # what its scanner reads of the class table (char_classes)
-    edges: bytes  # safe edges on ASCII bytes, for cutting files and long texts
+    edges: EdgePatterns  # where files, long texts and streams may be cut
     max_digits: int = 3
     space_run_ends: bool = False
     #: The same pre-tokens, written as Hugging Face tokenizers reads it the way regex does (it
@@ -180,8 +208,8 @@ class Pretokenizer:
         return self.family.name if self.family else "regex"
 
     @property
-    def edges(self) -> bytes | None:
-        """The safe edges' pattern on UTF-8 bytes, or None (only special tokens cut)."""
+    def edges(self) -> EdgePatterns | None:
+        """The safe edges' patterns, or None (only special tokens cut)."""
         return self.family.edges if self.family else None
 
 

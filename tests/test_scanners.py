@@ -130,14 +130,14 @@ SPACES = set(regex.findall(r"\s", "".join(map(chr, range(0x3001)))))
 LETTER_OR_NUMBER = regex.compile(r"[\p{L}\p{N}]")
 
 
-def reference_units(pattern: str, text: str) -> Counter:
-    """The units csrc/units.h describes, cut in Python: before whitespace after
+def reference_cuts(pattern: str, text: str) -> list[int]:
+    """Where csrc/units.h says units are cut, in Python: before whitespace after
     non-whitespace, but in cl100k's and o200k's families not before \r or \n after what is
     neither a letter nor a number, and there also after \r or \n before non-whitespace (but
     o200k's /)."""
     family = pretokenizer(pattern).family.name
     space = [c in SPACES for c in text]
-    cuts = [0]
+    cuts = []
     for i in range(1, len(text)):
         before, c = text[i - 1], text[i]
         if not space[i - 1] and space[i]:
@@ -146,7 +146,12 @@ def reference_units(pattern: str, text: str) -> Counter:
         elif family != "gpt2" and before in "\r\n" and not space[i]:
             if not (family == "o200k" and c == "/"):
                 cuts.append(i)
-    cuts.append(len(text))
+    return cuts
+
+
+def reference_units(pattern: str, text: str) -> Counter:
+    """The units csrc/units.h describes (reference_cuts), counted."""
+    cuts = [0] + reference_cuts(pattern, text) + [len(text)]
     return Counter(text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a)
 
 
@@ -161,6 +166,60 @@ def test_units_are_cut_as_documented(pattern, text):
     # Longer units would still count right (each is split by the pattern), only slower; so
     # this pins the unit edges themselves.
     assert unit_counts(pattern, text.encode("utf-8")) == expected_units(pattern, text)
+
+
+@pytest.mark.parametrize("pattern", FAMILIES)
+@given(text=st.one_of(odd_text, any_text))
+@settings(max_examples=300)
+def test_safe_edges_are_unit_cuts(pattern, text):
+    # Files, long texts and streams are cut on the family's edges (chunking.Edges): on str,
+    # every unit cut beside ASCII whitespace, in any script; on UTF-8 the same, but a letter
+    # or number before a line break is told on ASCII alone.
+    edges = pretokenizer(pattern).edges
+    gpt2 = pretokenizer(pattern).family.name == "gpt2"
+    on_str = {m.start() for m in regex.finditer(edges.text, text)}
+    assert on_str == {i for i in reference_cuts(pattern, text)
+                      if text[i] in "\t\n\x0b\x0c\r " or text[i - 1] in "\r\n"}
+    char_at = {len(text[:i].encode()): i for i in range(len(text) + 1)}
+    on_utf8 = {char_at[m.start()] for m in regex.finditer(edges.utf8, text.encode())}
+    assert on_utf8 == {i for i in on_str
+                       if gpt2 or text[i] not in "\r\n" or text[i - 1].isascii()}
+
+
+@pytest.mark.parametrize("pattern", FAMILIES)
+def test_text_without_ascii_beside_its_line_breaks_has_edges(pattern, tmp_path):
+    # Japanese lines end in 。 or 」 with no space: with edges only between ASCII characters,
+    # such a file was one range for one process, and encode_iterable read a whole stream of
+    # it before its first id.
+    from bpe_cffi.chunking import Edges, plan_file
+    r = random.Random(0)
+    kana = [chr(c) for c in range(0x3041, 0x3097)] + list("日本語文章東京大学研究「")
+    lines = ["".join(r.choices(kana, k=r.randint(5, 40))) + r.choice(["。", "」", "！"]) + "\n"
+             for _ in range(20_000)]
+    path = tmp_path / "ja.txt"
+    path.write_text("".join(lines), encoding="utf-8")
+    ranges = plan_file(str(path), Edges([], pretokenizer(pattern).edges), 1 << 18)
+    assert len(ranges) > 4
+    read = 0
+
+    def stream():
+        nonlocal read
+        for line in lines:
+            read += len(line)
+            yield line
+
+    vocab, merges = bpe_cffi.train_bpe(str(path), 1000, pattern=pattern)
+    tok = bpe_cffi.Tokenizer(vocab, merges, pattern=pattern, num_threads=3)
+    ids = iter(tok.encode_iterable(stream()))
+    first = next(ids)
+    assert read < len("".join(lines)) // 4
+    # The ids are those of the regex path, which has no such edges
+    want = bpe_cffi.Tokenizer(vocab, merges, pattern="(?:" + pattern + ")").encode(
+        "".join(lines))
+    assert [first, *ids] == want
+    assert tok.encode_to_numpy("".join(lines * 2)).tolist() == want * 2  # parts for threads
+    tok.encode_file(str(path), str(tmp_path / "ja.npy"), num_workers=2)
+    assert np.load(tmp_path / "ja.npy").tolist() == want
 
 
 # Offsets around the 64-byte blocks the scan reads at a time, so a character or a unit edge

@@ -306,6 +306,24 @@ def test_edges_in_a_block_are_those_of_the_whole_text(family, text, data):
         assert edges.safe_in(whole, lo, hi, last=True) == (found[-1] if found else -1)
 
 
+@pytest.mark.parametrize("family", ["gpt2", "cl100k", "o200k"])
+@given(text=st.text(alphabet="a1 ,/\t\n\r\u3000\u2028\u0085\u00a0é字ど。", max_size=40))
+@settings(max_examples=200)
+def test_file_edges_read_whole_characters_around_the_block(family, text):
+    # In a file, an edge is searched in a block read from just before it: whether a
+    # character outside ASCII beside a line break or a space is whitespace (U+3000, U+2028)
+    # takes its whole UTF-8, up to 3 bytes on either side of the edge.
+    import io
+    from bpe_cffi.chunking import Edges
+    from bpe_cffi.patterns import pretokenizer
+    data = text.encode()
+    edges = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges)
+    whole = [m.start() for m in edges.finder.finditer(data) if m.start() > 0]
+    for pos in range(len(data) + 1):
+        want = next((i for i in whole if i >= pos), len(data))
+        assert edges.next_edge(io.BytesIO(data), pos, len(data)) == want, pos
+
+
 @given(s=st.text(alphabet="ab", min_size=1, max_size=8),
        text=st.text(alphabet="ab", max_size=80), data=st.data())
 @settings(max_examples=300)
