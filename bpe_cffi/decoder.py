@@ -7,6 +7,7 @@ finds an unknown id before anything is written, then the bytes.
 from __future__ import annotations
 
 import array
+import operator
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -14,6 +15,14 @@ import numpy as np
 from ._lib import check, ffi, lib
 
 _IN_C = 64  # ids from which decode copies the bytes in C
+
+
+def _index_in(i, table: Mapping[int, bytes]) -> bool:
+    """Whether i is an int (or has __index__) that is an id of table."""
+    try:
+        return operator.index(i) in table
+    except TypeError:
+        return False
 
 
 class Decoder:
@@ -31,7 +40,7 @@ class Decoder:
         as_int64 = None
         if isinstance(ids, np.ndarray):
             if ids.ndim == 1 and ids.dtype.kind in "iu":
-                as_int64 = ids.astype(np.int64, copy=False)
+                as_int64 = np.ascontiguousarray(ids, np.int64)  # a strided view is copied
             else:
                 ids = ids.tolist()
         else:
@@ -59,11 +68,14 @@ class Decoder:
         return data.decode("utf-8", errors="replace")
 
     def _join(self, ids: list) -> str:
+        """Ids are ints, or objects with __index__ (numpy's); a float is no id, though the
+        dict would take 65.0 for 65."""
         table = self._tokens
         try:
-            data = b"".join(map(table.__getitem__, ids))
+            data = b"".join(map(table.__getitem__, map(operator.index, ids)))
         except (KeyError, TypeError):
-            bad = next(i for i in ids if not isinstance(i, int) or i not in table)
+            bad = next(i for i in ids if not _index_in(i, table))
+            bad = bad.item() if isinstance(bad, np.generic) else bad
             raise ValueError(f"id {bad!r} is not in the vocabulary") from None
         return data.decode("utf-8", errors="replace")
 

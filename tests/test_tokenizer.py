@@ -476,13 +476,22 @@ def test_decode_equals_joining_the_tokens(tok, picks):
 @pytest.mark.parametrize("repeat", [1, 10])  # a short list of ids (joined) and a long one (C)
 def test_decode_errors_on_both_ways(tok, repeat):
     some = tok.encode("In the beginning God created the heaven and the earth.") * repeat
-    for bad in (99999, -1, 2**70, 1.5, "7", None, tok.vocab_size):
+    for bad in (99999, -1, 2**70, 1.5, float(some[0]), "7", None, tok.vocab_size):
         with pytest.raises(ValueError, match=re.escape(repr(bad))):
             tok.decode(some + [bad] + some)
+    with pytest.raises(ValueError, match="id 99999 is"):  # not the numpy ints before it
+        tok.decode([np.uint16(i) for i in some] + [99999])
     for bad in (np.array(some + [2**64 - 1], np.uint64), np.array(some + [-3], np.int64)):
         with pytest.raises(ValueError, match=str(int(bad[len(some)]))):
             tok.decode(bad)
     assert tok.decode([True, 1]) == join_decode(tok, [1, 1])  # as the dict lookup has it
+
+
+def test_decode_takes_strided_arrays(tok):
+    ids = np.array(tok.encode("In the beginning God created the heaven and the earth. " * 9))
+    for view in (ids[::2], ids[::-1], np.stack([ids, ids], axis=1)[:, 0]):
+        for dtype in (np.int64, np.int32):
+            assert tok.decode(view.astype(dtype, copy=False)) == join_decode(tok, view)
 
 
 def test_decode_with_scattered_ids():
