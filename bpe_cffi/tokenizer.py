@@ -50,6 +50,9 @@ class Tokenizer:
             b = s.encode("utf-8")
             if b not in self.token_to_id:  # a fresh id when the bytes are new
                 new_id = max(self.id_to_token, default=-1) + 1
+                if new_id >= 2**31:
+                    raise ValueError(f"no id is left for the special token {s!r}: the "
+                                     "vocabulary's ids reach 2**31 - 1")
                 self.id_to_token[new_id] = b
                 self.token_to_id[b] = new_id
             ids[s] = self.token_to_id[b]
@@ -100,7 +103,9 @@ class Tokenizer:
 
     @num_threads.setter
     def num_threads(self, n: int) -> None:
-        self._encoder.num_threads = resolve_workers(n, "num_threads")
+        n = resolve_workers(n, "num_threads")
+        for encoder in [self._encoder, *self._subset_encoders.values()]:
+            encoder.num_threads = n
 
     @property
     def cache_bytes(self) -> int:

@@ -677,6 +677,20 @@ def test_num_threads_errors(trained):
         Tokenizer(*trained, num_threads=2.0)
 
 
+def test_num_threads_reaches_every_allowed_special_set(trained):
+    tok = Tokenizer(*trained, [EOT], num_threads=4)
+    tok.encode("x", allowed_special=set())  # an encoder for that set, kept
+    tok.num_threads = 1
+    assert tok._encoder_for(set()).num_threads == 1
+    assert tok._encoder_for({EOT}).num_threads == 1
+
+
+def test_no_id_left_for_a_special_token():
+    vocab = {i: bytes([i]) for i in range(256)} | {2**31 - 1: b"ab"}
+    with pytest.raises(ValueError, match="no id is left for the special token"):
+        Tokenizer(vocab, [], [EOT])
+
+
 def test_missing_byte_inside_a_two_token_unit_is_reported():
     # "é" is the bytes c3 a9; with a token for c3 only, the unit encodes to (id, -1): the
     # missing second byte must be reported, not dropped by the two-ids-inline shortcut.
