@@ -33,6 +33,7 @@ except ImportError:
 
 _BLOCK = 1 << 20  # characters read at a time from a text stream
 _PARQUET_BATCH = 1024  # records read at a time from a Parquet file
+_JSON = json.JSONDecoder()  # .decode: the one JSON value a str holds, else JSONDecodeError
 
 
 def kind_of(path: str) -> str:
@@ -123,9 +124,10 @@ def jsonl_blocks(path: str, size: int) -> Iterator[bytes]:
 
 def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> list[str]:
     """The documents of a block of whole JSON lines from where (str, or UTF-8 bytes); an
-    error's line number counts from the block's first line. The block is parsed as one JSON
-    array (0.30 against 0.48 s line by line for realmix's 36 MB), and again line by line only
-    to report an error precisely."""
+    error's line number counts from the block's first line. The lines are parsed by a map
+    over them (as fast as one array of them all: realmix's 36 MB in 0.19-0.21 s, against
+    0.48 s in a loop that checks each record as it goes), and again one by one only to
+    report an error precisely."""
     if isinstance(block, bytes):
         try:
             block = block.decode("utf-8")
@@ -133,15 +135,15 @@ def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> li
             raise ValueError(f"{where} is not valid UTF-8 ({e.reason})") from None
     lines = [line for line in block.split("\n") if line.strip()]
     try:
-        records = json.loads("[" + ",".join(lines) + "]")
+        records = list(map(_JSON.decode, lines))
     except (json.JSONDecodeError, RecursionError):  # then line by line, to name the line
         records = None
-    if records is not None and len(records) == len(lines):
+    if records is not None:
         texts = [r.get(text_field) if isinstance(r, dict) else None for r in records]
         if all(isinstance(t, str) for t in texts):
             return texts
-    return list(_jsonl_documents(io.StringIO(block, newline=""), f"{where} (a block of lines)",
-                                 text_field))
+    return list(_jsonl_documents(io.StringIO(block, newline="\n"),
+                                 f"{where} (a block of lines)", text_field))
 
 
 @contextlib.contextmanager
@@ -260,7 +262,7 @@ def _open_text(path: str):
     """A text (UTF-8) reader of the file, decompressed by its extension; stdin for "-"."""
     if path == STDIN:
         return _stdin_text()
-    return io.TextIOWrapper(_open_binary(path), encoding="utf-8", newline="")
+    return io.TextIOWrapper(_open_binary(path), encoding="utf-8", newline="\n")
 
 
 @contextlib.contextmanager
@@ -268,7 +270,7 @@ def _stdin_text() -> Iterator[io.TextIOWrapper]:
     """Standard input read as UTF-8, left open afterwards (the wrapper is detached)."""
     if sys.stdin is None:  # started with standard input closed
         raise ValueError("standard input is closed")
-    wrapper = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+    wrapper = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="\n")
     try:
         yield wrapper
     finally:
@@ -276,6 +278,8 @@ def _stdin_text() -> Iterator[io.TextIOWrapper]:
 
 
 def _jsonl_documents(f, path: str, text_field: str) -> Iterator[str]:
+    """The records' texts, a line each: lines end at \n alone (a lone \r is whitespace inside
+    a record, as JSON has it), so f is read with newline="\n"."""
     for lineno, line in enumerate(f, 1):
         if not line.strip():
             continue

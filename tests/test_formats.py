@@ -226,3 +226,23 @@ def test_compressed_json_lines_parsed_by_the_workers(corpus, tmp_path, monkeypat
     with pytest.raises(ValueError, match=r"bad.jsonl.gz \(a block of lines\):\d+: the record "
                                          "has no text field 'text'"):
         bpe_cffi.count_words(bad, num_workers=2)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz"])
+def test_json_lines_end_at_line_feeds_for_every_worker_count(tmp_path, monkeypatch, fmt):
+    # A lone \r is whitespace inside a record, as JSON has it (it ended a line when read one
+    # by one, never when parsed in blocks); two lines that are no JSON alone are refused
+    # even when joined they would be (parsed in blocks, they were taken).
+    from bpe_cffi import counting
+    monkeypatch.setattr(counting, "JSONL_BLOCK_CHARS", 8)
+    def write(name: str, data: bytes) -> str:
+        path = tmp_path / f"{name}.{fmt}"
+        path.write_bytes(gzip.compress(data) if fmt.endswith(".gz") else data)
+        return str(path)
+    good = write("good", b'{"text": "hello world",\r"id": 1}\n{"text": "bye"}\r\n')
+    bad = write("bad", b'{"text": "a"},{"text": "b", "c": 1\n"d": 2}\n')
+    for workers in (1, 2):
+        assert bpe_cffi.count_words(good, num_workers=workers) == \
+            {b"hello": 1, b" world": 1, b"bye": 1}
+        with pytest.raises(ValueError, match=r"bad\.jsonl.*:1: not valid JSON"):
+            bpe_cffi.count_words(bad, num_workers=workers)
