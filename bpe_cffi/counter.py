@@ -5,6 +5,7 @@ offsets (one more than words) and int64 counts, which pickle and spill compactly
 """
 from __future__ import annotations
 
+import operator
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -24,9 +25,15 @@ def counts_to_arrays(counts: Mapping[bytes, int]) -> Arrays:
     for w in words:
         if not isinstance(w, bytes):
             raise TypeError(f"counts keys must be bytes, got {type(w).__name__}: {w!r}")
+    values = list(counts.values())
+    if not set(map(type, values)) <= {int}:  # numpy's ints pass; a float or a str is no count
+        for v in values:
+            if isinstance(v, bool) or not hasattr(type(v), "__index__"):
+                raise TypeError(f"counts values must be ints, got {type(v).__name__}: {v!r}")
+        values = list(map(operator.index, values))
     try:
-        values = np.fromiter(counts.values(), dtype=np.int64, count=len(words))
-    except (TypeError, ValueError, OverflowError) as e:
+        values = np.fromiter(values, dtype=np.int64, count=len(words))
+    except OverflowError as e:
         raise TypeError(f"counts values must be ints that fit in 64 bits: {e}") from None
     if len(values) and values.min() < 0:
         raise ValueError("counts values must be >= 0")

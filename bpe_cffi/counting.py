@@ -108,6 +108,7 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
     """The word counts in a C counter, and where the time went: plain text files in byte
     ranges on the pool (or Dask), then the other formats' documents (_count_documents)."""
     all_paths = resolve_inputs(input_path)
+    special_tokens = unique_specials(special_tokens)  # once: an iterator is read once
     paths = [p for p in all_paths if kind_of(p) == "text"]
     total, stats = _count_text(paths, special_tokens, pattern, num_workers, client, progress)
     if len(paths) < len(all_paths):

@@ -155,3 +155,15 @@ def test_utf8_char_offsets_refuses_offsets_past_the_text():
         assert lib.bpe_utf8_char_offsets(text, len(text), buf, len(offsets)) == rc
         if rc == 0:
             assert list(buf) == [0, len("é字🙂".encode()), len(text)]
+
+
+def test_special_tokens_as_an_iterator(tmp_path):
+    # count_words reads its special tokens once, for plain text and for documents alike: an
+    # iterator was used up by the plain text files, and the others' specials were counted.
+    path = tmp_path / "doc.jsonl"
+    path.write_text('{"text": "a<|endoftext|>b"}\n', encoding="utf-8")
+    plain = tmp_path / "plain.txt"
+    plain.write_text("c<|endoftext|>d", encoding="utf-8")
+    want = {b"a": 1, b"b": 1, b"c": 1, b"d": 1}
+    for workers in (1, 2):
+        assert bpe_cffi.count_words([plain, path], iter([EOT]), num_workers=workers) == want

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -244,6 +245,13 @@ def test_train_from_counts_type_errors():
         train_from_counts([(b"ab", 1)], 300)
     with pytest.raises(ValueError, match=">= 0"):
         train_from_counts({b"ab": -1}, 300)
+    for bad in (2.5, 0.9, "3", True, None):  # 2.5 was cut to 2, "3" read as 3
+        with pytest.raises(TypeError, match="counts values must be ints"):
+            train_from_counts({b"ab": bad, b"cd": 2}, 258)
+    with pytest.raises(TypeError, match="64 bits"):
+        train_from_counts({b"ab": 2**64}, 258)
+    assert train_from_counts({b"ab": np.int64(3), b"cd": 2}, 258) == \
+        train_from_counts({b"ab": 3, b"cd": 2}, 258)
 
 
 def test_chunk_edge_far_from_the_nominal_cut(tmp_path):
