@@ -148,8 +148,10 @@ def train_from_iterator(texts: Iterable[str], vocab_size: int,
     """train_bpe for documents from an iterator (a list, a generator, a Hugging Face datasets
     column): each item is one document, so no pair crosses two items, and special tokens in
     an item still cut it. The same merges as train_bpe on a file of the same documents joined
-    by a special token. The iterator is read once, in batches, on num_workers processes (None:
-    one per core); memory is bounded by the batches in flight, not by the corpus."""
+    by a special token (one that no other special token overlaps, or the join could make an
+    occurrence of the other across two documents). The iterator is read once, in batches, on
+    num_workers processes (None: one per core); memory is bounded by the batches in flight,
+    not by the corpus."""
     from .iterator_counting import count_iterator
     specials = unique_specials(special_tokens)
     check_vocab_size(vocab_size, len(specials))  # before the long part
