@@ -10,6 +10,20 @@ from __future__ import annotations
 
 EOT = "<|endoftext|>"
 
+#: A pattern's name -> (the pattern, its Hugging Face form or None for GPT-2's ByteLevel). A
+#: harness that resolved them in another process fills it, so that an anchor's process never
+#: imports bpe_cffi (~0.1 s with numpy's import, which would be timed as the anchor's).
+RESOLVED: dict[str, tuple[str, str | None]] = {}
+
+
+def resolve(name: str) -> tuple[str, str | None]:
+    """(pattern, Hugging Face form) of a name of bpe_cffi.PATTERNS."""
+    if name not in RESOLVED:
+        from bpe_cffi.patterns import Pretokenizer
+        family = Pretokenizer(name).family
+        RESOLVED[name] = (Pretokenizer(name).pattern, family.hf_pattern if family else None)
+    return RESOLVED[name]
+
 
 def _documents(path: str, block: int = 1 << 22):
     """Streams the documents between <|endoftext|> separators (bounded memory)."""
@@ -35,18 +49,16 @@ def train_bpe_cffi(path: str, vocab_size: int, pattern: str = "gpt2"):
 
 def train_rustbpe(path: str, vocab_size: int, pattern: str = "gpt2"):
     import rustbpe
-    from bpe_cffi import PATTERNS
     tok = rustbpe.Tokenizer()
     # rustbpe has no special tokens: leave room for one, as the others count it in vocab_size.
-    tok.train_from_iterator(_documents(path), vocab_size - 1, pattern=PATTERNS[pattern])
+    tok.train_from_iterator(_documents(path), vocab_size - 1, pattern=resolve(pattern)[0])
     return tok
 
 
 def train_hf_tokenizers(path: str, vocab_size: int, pattern: str = "gpt2"):
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from bpe_cffi.patterns import Pretokenizer
     tok = Tokenizer(models.BPE())
-    hf_pattern = Pretokenizer(pattern).family.hf_pattern
+    hf_pattern = resolve(pattern)[1]
     if hf_pattern is None:  # GPT-2's: ByteLevel's own regex
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     else:
@@ -75,8 +87,7 @@ def train_gigatoken(path: str, vocab_size: int, pattern: str = "gpt2"):
 
 def train_bpeasy(path: str, vocab_size: int, pattern: str = "gpt2"):
     import bpeasy
-    from bpe_cffi import PATTERNS
-    return bpeasy.train_bpe(_documents(path), PATTERNS[pattern], 128, vocab_size - 1)
+    return bpeasy.train_bpe(_documents(path), resolve(pattern)[0], 128, vocab_size - 1)
 
 
 TRAINERS = {

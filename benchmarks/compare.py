@@ -20,11 +20,14 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import anchors  # noqa: E402
 
 _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {here!r})
 import anchors
+anchors.RESOLVED[{pattern!r}] = {resolved!r}  # resolved by the parent: no bpe_cffi import here
 fn = anchors.TRAINERS[{tool!r}]
 t = time.perf_counter()
 fn({path!r}, {vocab_size}, {pattern!r})
@@ -37,7 +40,7 @@ print(json.dumps({{"wall_s": wall, "peak_mb": kib / 1024}}))
 
 def run_one(tool: str, path: str, vocab_size: int, pattern: str) -> dict | None:
     code = _CHILD.format(here=HERE, tool=tool, path=os.path.abspath(path), vocab_size=vocab_size,
-                         pattern=pattern)
+                         pattern=pattern, resolved=anchors.resolve(pattern))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["?"])[-1]

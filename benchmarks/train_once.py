@@ -2,7 +2,8 @@
 
 usage: python benchmarks/train_once.py TOOL CORPUS [--vocab-size 10000] [--pattern gpt2]
 TOOL: a name from anchors.TRAINERS (bpe_cffi, rustbpe, hf_tokenizers, gigabpe, gigatoken,
-bpeasy); pattern: a name of bpe_cffi.PATTERNS.
+bpeasy); pattern: a name of bpe_cffi.PATTERNS. rustbpe, tokenizers and bpeasy take the pattern
+from bpe_cffi here, whose import is then part of their process (compare.py resolves it first).
 """
 import argparse
 import time
