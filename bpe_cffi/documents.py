@@ -132,7 +132,9 @@ def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> li
         try:
             block = block.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ValueError(f"{where} is not valid UTF-8 ({e.reason})") from None
+            line = block.count(b"\n", 0, e.start) + 1
+            raise ValueError(f"{where} (a block of lines):{line}: not valid UTF-8 "
+                             f"({e.reason})") from None
     lines = [line for line in block.split("\n") if line.strip()]
     try:
         records = list(map(_JSON.decode, lines))
@@ -148,15 +150,39 @@ def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> li
 
 @contextlib.contextmanager
 def _reading(path: str, kind: str) -> Iterator[None]:
-    """Decoding and decompression errors as ValueErrors that name the file."""
+    """Decoding and decompression errors as ValueErrors that name the file (and, for a file,
+    where in its text: read again to find it)."""
     try:
         yield
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not valid UTF-8 ({e.reason})") from None
+        place = "" if path == STDIN else _first_bad_utf8(path)
+        raise ValueError(f"{path} is not valid UTF-8{place} ({e.reason})") from None
     except (EOFError, OSError, zlib.error, _GzipDataError) as e:  # BadGzipFile: an OSError
         if isinstance(e, FileNotFoundError):
             raise
         raise ValueError(f"{path}: cannot be read as {kind} ({e})") from None
+
+
+def _first_bad_utf8(path: str) -> str:
+    """Where the (decompressed) bytes of path first are not UTF-8: ": byte offset N of its
+    text, line L", or "" if they all are (the file changed)."""
+    done = lines = 0  # bytes and line breaks before `carry`
+    carry = b""  # a character cut by the end of the last block
+    with _open_binary(path) as f:
+        while block := f.read(1 << 20):
+            data = carry + block
+            try:
+                data.decode("utf-8")
+                good = len(data)
+            except UnicodeDecodeError as e:
+                if e.reason != "unexpected end of data":
+                    line = lines + data.count(b"\n", 0, e.start) + 1
+                    return f": byte offset {done + e.start} of its text, line {line}"
+                good = e.start
+            carry = data[good:]
+            done += good
+            lines += data.count(b"\n", 0, good)
+    return f": byte offset {done} of its text, at its end" if carry else ""
 
 
 def _open_binary(path: str):

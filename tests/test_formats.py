@@ -246,3 +246,30 @@ def test_json_lines_end_at_line_feeds_for_every_worker_count(tmp_path, monkeypat
             {b"hello": 1, b" world": 1, b"bye": 1}
         with pytest.raises(ValueError, match=r"bad\.jsonl.*:1: not valid JSON"):
             bpe_cffi.count_words(bad, num_workers=workers)
+
+
+@pytest.mark.parametrize("fmt", ["txt.gz", "txt.zst", "jsonl", "jsonl.gz"])
+def test_text_not_utf8_is_placed(tmp_path, monkeypatch, fmt):
+    # Text that is not UTF-8 is named with where it fails: the byte offset and line of a
+    # stream's text (read again to find them), the line in a block of JSON lines.
+    from bpe_cffi import counting
+    monkeypatch.setattr(counting, "JSONL_BLOCK_CHARS", 1 << 12)
+    line = b'{"text": "fine \xc3\xa9"}\n' if fmt.startswith("jsonl") else "fine é\n".encode()
+    data = line * 5000 + line.replace(b"\xc3\xa9", b"\xff") + line
+    pack = {"gz": gzip.compress, "zst": zstandard.ZstdCompressor().compress}.get(
+        fmt.split(".")[-1], bytes)
+    path = tmp_path / f"bad.{fmt}"
+    path.write_bytes(pack(data))
+    offset = len(line) * 5000 + line.index(b"\xc3")
+    with pytest.raises(ValueError, match=rf"bad.{fmt} is not valid UTF-8: byte offset "
+                                         rf"{offset} of its text, line 5001 "):
+        bpe_cffi.count_words(path, num_workers=1)
+    if fmt.startswith("jsonl"):  # in blocks of lines, the line counts from the block's first
+        with pytest.raises(ValueError, match=rf"bad.{fmt}.*\(a block of lines\):\d+: not "
+                                             "valid UTF-8"):
+            bpe_cffi.count_words(path, num_workers=2)
+    cut = tmp_path / f"cut.{fmt}"  # a character cut short at the end
+    cut.write_bytes(pack(data[:len(line) * 2] + b"\xc3"))
+    with pytest.raises(ValueError, match=rf"byte offset {len(line) * 2} of its text, at its "
+                                         "end"):
+        bpe_cffi.count_words(cut, num_workers=1)
