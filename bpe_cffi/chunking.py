@@ -105,7 +105,6 @@ class Edges:
         #: one in UTF-8, up to 3 bytes (bytes)
         self.reach = 3 if kind is bytes else 1
         self.ascii_space = as_kind(b" \n\t\r\x0b\x0c")
-        self.whitespace = [as_kind(bytes([c])) for c in b" \n\t\r\x0b\x0c"]
         #: characters of a special token that can lie before an edge it straddles
         self.behind = max([len(s) - 1 for s in self.specials] + [0])
         self.none = self.finder is None and not self.specials  # no edge anywhere
@@ -124,11 +123,11 @@ class Edges:
             return i > 0 and not covered(i)
         candidates = [a for a, _ in spans if lo <= a < hi]
         if self.finder is not None and self._may_hold_an_edge(text, lo - 1, hi):
-            # A family edge at i reads the characters at i - 1 and i: the search ends at the
-            # last character of the block, so that a text without edges costs each block its
-            # own length, not the rest of the text. The first edge stops the search: the
-            # regex costs 20-230 ns a byte, and a whole block of 4 KB took a long text's
-            # three cuts for threads 3 ms.
+            # A family edge at i reads the characters at i - 1 and i (on bytes, the whole of
+            # each, up to self.reach bytes): the search ends just past the character the block
+            # ends in, so that a text without edges costs each block its own length, not the
+            # rest of the text. The first edge stops the search: the regex costs 20-370 ns a
+            # byte, and a whole block of 4 KB took a long text's three cuts for threads 3 ms.
             found = (m.start() for m in self.finder.finditer(
                 text, lo, min(len(text), hi + self.reach - 1)) if m.start() < hi)
             if last:
@@ -142,13 +141,13 @@ class Edges:
         return -1
 
     def _may_hold_an_edge(self, text: AnyStr, lo: int, hi: int) -> bool:
-        """Whether text[lo:hi] holds ASCII whitespace and something else, as every family
-        edge has at it or just before it, and beside it (patterns.py). A few memchr scans
-        and a strip turn away a long stretch of one letter (50 MB, o200k: 12.8 s to 3.8 s,
-        docs/performance.md) or of spaces before the regex, which costs 20-230 ns a byte
-        where it finds nothing."""
+        """Whether text[lo:hi] holds both an ASCII whitespace character and a character that
+        is not one: every family edge has the first at it or just before it, and the second
+        on its other side (patterns.py). A few memchr scans and a strip turn away a long
+        stretch of one letter (50 MB, o200k: 12.8 s to 3.8 s, docs/performance.md) or of
+        spaces before the regex, which costs 20-370 ns a byte where it finds nothing."""
         lo = max(0, lo)
-        return (any(text.find(c, lo, hi) >= 0 for c in self.whitespace)
+        return (any(text.find(c, lo, hi) >= 0 for c in self.ascii_space)
                 and len(text[lo:hi].strip(self.ascii_space)) > 0)
 
     def next_edge(self, f, pos: int, size: int) -> int:

@@ -38,7 +38,7 @@ def pretokenize(text: str, specials=(), pattern: str = GPT2_PATTERN) -> list[byt
     out = []
     for piece, is_special in split_specials(text, specials):
         if not is_special:
-            out.extend(m.group().encode("utf-8") for m in pat.finditer(piece))
+            out.extend(m.group().encode("utf-8") for m in pat.finditer(piece) if m.group())
     return out
 
 

@@ -229,12 +229,10 @@ def test_compressed_json_lines_parsed_by_the_workers(corpus, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz"])
-def test_json_lines_end_at_line_feeds_for_every_worker_count(tmp_path, monkeypatch, fmt):
+def test_json_lines_end_at_line_feeds_for_every_worker_count(tmp_path, fmt):
     # A lone \r is whitespace inside a record, as JSON has it (it ended a line when read one
     # by one, never when parsed in blocks); two lines that are no JSON alone are refused
-    # even when joined they would be (parsed in blocks, they were taken).
-    from bpe_cffi import counting
-    monkeypatch.setattr(counting, "JSONL_BLOCK_CHARS", 8)
+    # even when joined they would be (parsed in blocks of lines joined, they were taken).
     def write(name: str, data: bytes) -> str:
         path = tmp_path / f"{name}.{fmt}"
         path.write_bytes(gzip.compress(data) if fmt.endswith(".gz") else data)

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import regex
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import bpe_cffi
 from bpe_cffi._lib import ffi, lib
@@ -170,6 +170,8 @@ def test_units_are_cut_as_documented(pattern, text):
 
 @pytest.mark.parametrize("pattern", FAMILIES)
 @given(text=st.one_of(odd_text, any_text))
+@example(text="a\n/b .\n/c")  # o200k's punctuation takes the / after a line break
+@example(text="字\n字。\n「x \u3000y\u3000 z\u2028 w")
 @settings(max_examples=300)
 def test_safe_edges_are_unit_cuts(pattern, text):
     # Files, long texts and streams are cut on the family's edges (chunking.Edges): on str,
