@@ -155,7 +155,10 @@ def _reading(path: str, kind: str) -> Iterator[None]:
     try:
         yield
     except UnicodeDecodeError as e:
-        place = "" if path == STDIN else _first_bad_utf8(path)
+        try:
+            place = "" if path == STDIN else _first_bad_utf8(path)
+        except (EOFError, OSError, zlib.error, _GzipDataError):  # (it was read once)
+            place = ""
         raise ValueError(f"{path} is not valid UTF-8{place} ({e.reason})") from None
     except (EOFError, OSError, zlib.error, _GzipDataError) as e:  # BadGzipFile: an OSError
         if isinstance(e, FileNotFoundError):

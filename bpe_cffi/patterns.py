@@ -69,12 +69,16 @@ BASE, FOLDS, CASES = 0, 1, 2  # the base classes; and the contractions' letters;
 # is the 19 code points \s matches above U+007F, spelled out. A letter or number before a line
 # break is checked on ASCII alone there (fewer edges, never a wrong one). The whitespace at or
 # just before each edge is ASCII (Edges skips blocks without any).
-_UTF8_SPACE = rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80"
+# U+0085 U+00A0, U+1680, U+2000-U+200A U+2028 U+2029 U+202F, U+205F, U+3000:
+_UTF8_SPACE = (rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f"
+               rb"|\xe3\x80\x80")
 _UTF8_TEXT_BEFORE = (rb"(?:(?<=[\x00-\x08\x0e-\x1f\x21-\x7f])|(?<=[\x80-\xbf])(?<!"
                      + _UTF8_SPACE + rb"))")
 
 
 def _utf8_text_at(ascii_text: bytes) -> bytes:
+    """A look-ahead on UTF-8 for a character that is not whitespace: one of the class
+    ascii_text, or the lead byte of a character outside ASCII that is not whitespace."""
     return rb"(?=[" + ascii_text + rb"]|(?!" + _UTF8_SPACE + rb")[\xc2-\xf4])"
 
 
