@@ -281,6 +281,16 @@ def test_special_search_equals_a_regex_alternation(data, specials):
     assert specials_by_c(data, specials) == specials_by_regex(data, specials)
 
 
+@given(data=st.binary(max_size=120).map(lambda b: bytes(b"<|ab"[x % 4] for x in b)),
+       specials=st.lists(st.text(alphabet="<|ab", min_size=1, max_size=5).map(str.encode),
+                         min_size=1, max_size=40, unique=True))
+@settings(max_examples=500)
+def test_special_search_among_many_sharing_their_first_bytes(data, specials):
+    # A candidate whose first two bytes begin no special is passed over: specials of one
+    # byte, a candidate at the last byte, many specials with the same first two bytes.
+    assert specials_by_c(data, specials) == specials_by_regex(data, specials)
+
+
 @given(text=st.text(alphabet="<=>?|é字🙂", max_size=60),
        specials=st.lists(st.sampled_from(["<", "<<", "<=>", "é", "é<", "字|>", "🙂", "?🙂?",
                                           "|"]), min_size=2, max_size=4, unique=True))
