@@ -30,13 +30,16 @@ from .specials import unique_specials
 from .tally import Tally
 
 BATCH_CHARS = 1 << 22  # characters of documents per batch
+_DOCUMENT_CHARS = 16  # what a document counts for in a batch beside its characters
 _IN_FLIGHT_PER_WORKER = 2
 
 
 def batches(texts: Iterable[str], chars: int = 0, item_type: type = str
             ) -> Iterator[list[str]]:
     """The documents in batches of about chars characters (BATCH_CHARS if 0), checked to be
-    str (or item_type)."""
+    str (or item_type). A document counts _DOCUMENT_CHARS characters more than its length,
+    for what it costs beside its text (its place in the list, its offsets): a run of empty
+    documents closes batches too."""
     if isinstance(texts, (str, bytes)):
         raise TypeError("texts must be an iterable of documents (str), not a single "
                         f"{type(texts).__name__}")
@@ -48,7 +51,7 @@ def batches(texts: Iterable[str], chars: int = 0, item_type: type = str
             raise TypeError(f"document {i} of the iterator is {type(text).__name__}, not "
                             f"{item_type.__name__}")
         batch.append(text)
-        size += len(text)
+        size += len(text) + _DOCUMENT_CHARS
         if size >= chars:
             yield batch
             batch, size = [], 0

@@ -91,3 +91,13 @@ def test_pool_results_are_small(tmp_path, real_text):
     result = iterator_counting._count_batch((docs, "gpt2", (EOT,), str(tmp_path / "counts"),
                                              None))
     assert len(pickle.dumps(result)) < 512
+
+
+def test_empty_documents_close_batches():
+    # A document counts for more than its characters: a run of empty ones was gathered into
+    # one batch, whose list grew with the corpus (16 M empty documents: 434 MB).
+    sizes = [len(b) for b in iterator_counting.batches("" for _ in range(1_000_000))]
+    assert sum(sizes) == 1_000_000 and max(sizes) <= iterator_counting.BATCH_CHARS // 16
+    docs = ["x" * 100] * 100_000  # 116 each: a batch closes once it reaches 1 M
+    sizes = [len(b) for b in iterator_counting.batches(docs, 1_000_000)]
+    assert sizes[0] == -(-1_000_000 // 116) and sum(sizes) == 100_000
