@@ -27,15 +27,14 @@ def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError("special_tokens must be a list of str, not a single "
                         f"{type(special_tokens).__name__}")
-    out: list[str] = []
+    out: dict[str, None] = {}  # a dict keeps the order and finds a repeat at once
     for s in special_tokens:
         if not isinstance(s, str):
             raise TypeError(f"special tokens must be str, got {type(s).__name__}: {s!r}")
         if not s:
             raise ValueError("a special token cannot be the empty string")
-        if s not in out:
-            out.append(s)
-    return out
+        out.setdefault(s)
+    return list(out)
 
 
 class SpecialTokens:

@@ -46,15 +46,16 @@ class Tokenizer:
         for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
             self.token_to_id.setdefault(vocab[i], i)
         ids = {}
+        new_id = max(self.id_to_token, default=-1) + 1
         for s in unique_specials(special_tokens):
             b = s.encode("utf-8")
             if b not in self.token_to_id:  # a fresh id when the bytes are new
-                new_id = max(self.id_to_token, default=-1) + 1
                 if new_id >= 2**31:
                     raise ValueError(f"no id is left for the special token {s!r}: the "
                                      "vocabulary's ids reach 2**31 - 1")
                 self.id_to_token[new_id] = b
                 self.token_to_id[b] = new_id
+                new_id += 1
             ids[s] = self.token_to_id[b]
         self.specials = SpecialTokens(ids, ids)
         if isinstance(merges, MergeParts):  # as a file gave them
