@@ -6,6 +6,8 @@ traceback and exit 2 for usage errors, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import os
 import sys
 import time
@@ -25,6 +27,7 @@ from .training import check_vocab_size, train_from_arrays
 
 
 _FORMATS = "UTF-8 text, .jsonl, .parquet, .gz or .zst compressed text or JSON lines"
+_DECODE_BLOCK_IDS = 1 << 20  # ids decode turns into text at a time
 
 
 class UsageError(Exception):
@@ -155,20 +158,29 @@ def cmd_decode(args) -> None:
             raise ValueError(f"{args.ids}: not a .npy file (expected the ids written by "
                              "bpe-cffi encode)")
     try:
-        ids = np.load(args.ids, allow_pickle=False)
+        ids = np.load(args.ids, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError) as e:
         if isinstance(e, FileNotFoundError):
             raise
         raise ValueError(f"{args.ids}: not a .npy array of ids ({e})") from None
     if ids.ndim != 1 or ids.dtype.kind not in "iu":
         raise ValueError(f"{args.ids}: expected a 1-D integer array, got {ids.dtype} {ids.shape}")
-    text = tok.decode(ids)
-    if args.out:
+    # In blocks of ids, read from the file as they are needed: memory bounded by a block. A
+    # character whose bytes two blocks share is decoded whole (an incremental decoder), as
+    # decoding all the ids at once would.
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    with _text_output(args.out) as f:
+        for a in range(0, len(ids), _DECODE_BLOCK_IDS):
+            f.write(utf8.decode(tok.decode_bytes(ids[a:a + _DECODE_BLOCK_IDS])))
+        f.write(utf8.decode(b"", final=True))
+
+
+def _text_output(path: str | None):
+    """path written atomically, or standard output (left open) if None."""
+    if path:
         from .files import atomic_write
-        with atomic_write(args.out) as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+        return atomic_write(path)
+    return contextlib.nullcontext(sys.stdout)
 
 
 def cmd_info(args) -> None:

@@ -35,6 +35,10 @@ class Decoder:
 
     def decode(self, ids: Iterable[int]) -> str:
         """The tokens' bytes joined and decoded as UTF-8 (bad bytes become U+FFFD)."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes | bytearray:
+        """The tokens' bytes joined."""
         if type(ids) is list and len(ids) < _IN_C:  # the common case, first
             return self._join(ids)
         as_int64 = None
@@ -65,19 +69,18 @@ class Decoder:
         data = bytearray(n_bytes[0])
         check(lib.bpe_decoder_decode(table, buf, len(as_int64), ffi.from_buffer(data),
                                      len(data), n_bytes), "bpe_decoder_decode")
-        return data.decode("utf-8", errors="replace")
+        return data
 
-    def _join(self, ids: list) -> str:
+    def _join(self, ids: list) -> bytes:
         """Ids are ints, or objects with __index__ (numpy's); a float is no id, though the
         dict would take 65.0 for 65."""
         table = self._tokens
         try:
-            data = b"".join(map(table.__getitem__, map(operator.index, ids)))
+            return b"".join(map(table.__getitem__, map(operator.index, ids)))
         except (KeyError, TypeError):
             bad = next(i for i in ids if not _index_in(i, table))
             bad = bad.item() if isinstance(bad, np.generic) else bad
             raise ValueError(f"id {bad!r} is not in the vocabulary") from None
-        return data.decode("utf-8", errors="replace")
 
     def _c_table(self):
         """The C table of every token's bytes by id (made on first use; two threads may both

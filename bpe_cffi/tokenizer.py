@@ -269,6 +269,10 @@ class Tokenizer:
         """Concatenates the tokens' bytes and decodes them as UTF-8 (bad bytes -> U+FFFD)."""
         return self._decoder.decode(ids)
 
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The tokens' bytes, concatenated."""
+        return bytes(self._decoder.decode_bytes(ids))
+
 
 def _check_cache_bytes(n) -> int:
     """n as an int (a numpy int too) from 0 to 2**63 - 1, the C side's int64."""

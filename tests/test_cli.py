@@ -114,3 +114,28 @@ def test_warning_is_one_line_and_tokens_show_once_escaped(tmp_path, capsys):
     shown = capsys.readouterr().out
     assert r"b'\xe3\x82'" in shown or r"b'\xe3'" in shown  # a part of ウ, escaped once
     assert r"\\x" not in shown
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 64])
+def test_decode_in_blocks_equals_decoding_at_once(tmp_path, monkeypatch, capsys, block):
+    # decode reads the ids in blocks (memory bounded by a block, not by the corpus): a
+    # character split between two blocks, or bytes that are no UTF-8, come out as from one
+    # decode of all the ids.
+    from bpe_cffi import cli
+    monkeypatch.setattr(cli, "_DECODE_BLOCK_IDS", block)
+    vocab = {i: bytes([i]) for i in range(256)}
+    bpe_cffi.save(vocab, [], tmp_path / "bytes")
+    rng = np.random.default_rng(block)
+    text = "é字🙂 a\n".encode() * 20
+    ids = np.concatenate([np.frombuffer(text, np.uint8),
+                          rng.integers(0x80, 0x100, 50), np.frombuffer(text, np.uint8),
+                          [0xF0, 0x9F]]).astype(np.uint16)  # ends inside a character
+    np.save(tmp_path / "ids.npy", ids)
+    out = tmp_path / "out.txt"
+    assert main(["decode", "--tokenizer", str(tmp_path / "bytes"), str(tmp_path / "ids.npy"),
+                 "--out", str(out)]) == 0
+    want = bpe_cffi.Tokenizer(vocab, []).decode(ids)
+    assert out.read_bytes() == want.encode("utf-8")
+    assert main(["decode", "--tokenizer", str(tmp_path / "bytes"),
+                 str(tmp_path / "ids.npy")]) == 0
+    assert capsys.readouterr().out == want

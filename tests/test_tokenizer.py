@@ -477,6 +477,9 @@ def test_decode_equals_joining_the_tokens(tok, picks):
     assert tok.decode(ids) == tok.decode(iter(ids)) == want
     for dtype in (np.uint16, np.int32, np.uint64, np.int64):
         assert tok.decode(np.array(ids, dtype)) == want
+    want_bytes = b"".join(tok.id_to_token[i] for i in ids)
+    assert tok.decode_bytes(ids) == tok.decode_bytes(np.array(ids, np.int32)) == want_bytes
+    assert type(tok.decode_bytes(ids * 2)) is bytes  # (C's bytearray, as bytes)
 
 
 @pytest.mark.parametrize("repeat", [1, 10])  # a short list of ids (joined) and a long one (C)
