@@ -7,11 +7,11 @@
  * else by a table of first bytes. A candidate whose first two bytes begin no special is passed
  * over at once; the others are confirmed by memcmp, longest special first. So a tokenizer with
  * Llama 3's 256 specials, all starting with <|, checks its specials one by one only where the
- * text holds <|, not at every < of HTML or code (2.6 MB of HTML: 126 against 6 ms before the
- * second byte was checked, docs/performance.md). A candidate costs at most the lengths of the
- * specials compared there, so text that nearly repeats a very long special costs that length at
- * each place (memcmp's speed: 90 ms per 100 KB of text nearly repeating a 100 000-byte special,
- * docs/performance.md). */
+ * text holds <|, not at every < of HTML or code (2.6 MB of HTML: 143-160 ms before the second
+ * byte was checked, 5.6-5.8 ms since; docs/performance.md). A candidate costs at most the
+ * lengths of the specials compared there, so text that nearly repeats a very long special costs
+ * that length at each place (memcmp's speed: 90 ms per 100 KB of text nearly repeating a
+ * 100 000-byte special, docs/performance.md). */
 #include <string.h>
 
 #include "bpe.h"
