@@ -82,7 +82,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                                                                              jobs)):
                     if job[1] == "text" and job[2] == 0:  # a plain file's first range
                         out.document()
-                    elif n_docs:
+                    elif n_docs:  # documents, or small files, with separators between them
                         out.document()
                         out.documents += n_docs - 1  # separators between them: written
                     if part is not None:
@@ -95,15 +95,33 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
 def _jobs(paths: list[str], edges: Edges, target: int, text_field: str, allowed_special,
           between: list[int], spill: str) -> list[tuple]:
     """The pool's jobs for files in order: (path, "text", start, end, ...) for each byte range
-    of a plain file (one empty range for an empty file, so that it is still a document), and
-    (path, "documents", start, end, ...) for each part of a file read as documents."""
-    jobs = []
+    of a plain file (one empty range for an empty file, so that it is still a document),
+    (path, "documents", start, end, ...) for each part of a file read as documents, and
+    ((path, ...), "files", 0, 0, ...) for a run of plain files smaller than target together,
+    about target bytes of them: a job a file cost each its own spill file and trip through
+    the pool (8 000 files of 1 KB: 1.2-4.8 s on two processes against 0.45 s on one)."""
+    jobs: list[tuple] = []
+    small: list[str] = []  # plain files in a row, each smaller than target
+    small_bytes = 0
     for path in paths:
+        size = file_size(path) if kind_of(path) == "text" else target
+        if size < target:
+            small.append(path)
+            small_bytes += size
+            if small_bytes < target:
+                continue
+        if small:
+            jobs.append((tuple(small), "files", 0, 0))
+            small, small_bytes = [], 0
+        if size < target:
+            continue
         if kind_of(path) == "text":
             ranges = plan_file(path, edges, target) or [(0, 0)]
             jobs += [(path, "text", a, b) for a, b in ranges]
         else:
             jobs += [(path, "documents", a, b) for _, a, b in parts(path, target)]
+    if small:
+        jobs.append((tuple(small), "files", 0, 0))
     return [job + (text_field, allowed_special, between, os.path.join(spill, str(k)))
             for k, job in enumerate(jobs)]
 
@@ -221,11 +239,18 @@ def _encode_job(job) -> tuple[str | None, int, int, int]:
         ids.tofile(spill_path)
         return spill_path, len(ids), 0, end - start
     part_out = _IdsFile(np.dtype(tok.dtype), between)  # separators between its documents
-    bar = progress_bar(False)  # counts the characters done
+    bar = progress_bar(False)  # counts the characters (or bytes, of files) done
     with open(spill_path, "wb") as f:
         part_out.f = f
-        _encode_documents(tok, path, (path, start, end), text_field, allowed_special, part_out,
-                          bar)
+        if kind == "files":  # each a document
+            for one in path:
+                part_out.document()
+                size = file_size(one)
+                part_out.write(_encode_range(tok, one, 0, size, allowed_special))
+                bar.update(size)
+        else:
+            _encode_documents(tok, path, (path, start, end), text_field, allowed_special,
+                              part_out, bar)
     return spill_path, part_out.total, part_out.documents, bar.n
 
 

@@ -424,6 +424,36 @@ def test_many_files_to_one_array(trained, tmp_path, workers):
     assert np.load(out).tolist() == no_eot.encode("".join(texts))
 
 
+@pytest.mark.parametrize("target", [1, 100, 5_000, 1 << 20])
+def test_small_files_share_a_job(trained, tmp_path, monkeypatch, target):
+    # Plain files smaller than a range go to the pool in runs of about a range's bytes, each
+    # file a document of the run: around a large file, after an empty one, with another
+    # format between them, the array is that of the texts joined by the separator.
+    from bpe_cffi import encode_file
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: target)
+    texts = [f"file {k}: " + TEXT[: 37 * k] for k in range(40)]
+    texts[7] = ""
+    texts[20] = TEXT * 20  # larger than most targets: its own ranges
+    paths = []
+    for k, text in enumerate(texts):
+        paths.append(tmp_path / f"f{k:02d}.txt")
+        paths[-1].write_text(text, encoding="utf-8")
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text('{"text": "a record"}\n{"text": "another"}\n', encoding="utf-8")
+    paths.insert(30, jsonl)
+    tok = Tokenizer(*trained, [EOT])
+    out = tmp_path / "ids.npy"
+    tok.encode_file(paths, out, num_workers=2)
+    joined = texts[:30] + ["a record", "another"] + texts[30:]
+    assert np.load(out).tolist() == tok.encode(EOT.join(joined))
+    jobs = encode_file._jobs([str(p) for p in paths], encode_file.Edges([], None), target,
+                             "text", "all", [], str(tmp_path))
+    firsts = [job for job in jobs if job[1] == "files" or job[2] == 0]  # of each file
+    assert [p for job in firsts for p in (job[0] if job[1] == "files" else [job[0]])] == \
+        [str(p) for p in paths]
+    assert any(job[1] == "files" and len(job[0]) > 1 for job in jobs) == (target >= 100)
+
+
 def test_cli_encodes_many_files(saved, tmp_path):
     from bpe_cffi.cli import main
     for k in range(3):
