@@ -167,7 +167,9 @@ def cmd_decode(args) -> None:
         raise ValueError(f"{args.ids}: expected a 1-D integer array, got {ids.dtype} {ids.shape}")
     # In blocks of ids, read from the file as they are needed: memory bounded by a block. A
     # character whose bytes two blocks share is decoded whole (an incremental decoder), as
-    # decoding all the ids at once would.
+    # decoding all the ids at once would. An id not in the vocabulary stops it with an error:
+    # --out is then left as it was (written atomically); standard output has had the text of
+    # the blocks before.
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     with _text_output(args.out) as f:
         for a in range(0, len(ids), _DECODE_BLOCK_IDS):

@@ -449,8 +449,8 @@ def test_small_files_share_a_job(trained, tmp_path, monkeypatch, target):
     jobs = encode_file._jobs([str(p) for p in paths], encode_file.Edges([], None), target,
                              "text", "all", [], str(tmp_path))
     firsts = [job for job in jobs if job[1] == "files" or job[2] == 0]  # of each file
-    assert [p for job in firsts for p in (job[0] if job[1] == "files" else [job[0]])] == \
-        [str(p) for p in paths]
+    assert [p for job in firsts for p in ([p for p, _ in job[0]] if job[1] == "files"
+                                          else [job[0]])] == [str(p) for p in paths]
     assert any(job[1] == "files" and len(job[0]) > 1 for job in jobs) == (target >= 100)
 
 

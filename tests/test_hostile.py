@@ -197,6 +197,25 @@ def test_file_truncated_while_read(tmp_path, monkeypatch):
         bpe_cffi.count_words(path, num_workers=1)
 
 
+def test_small_file_truncated_while_encoded(tmp_path, monkeypatch):
+    # Small files go to the pool in runs, with the sizes planned: one cut short since is an
+    # error, as a large file's range is (one that grew is read as planned, as theirs are).
+    paths = [write(tmp_path, "hello world " * 3, f"f{k}.txt") for k in range(4)]
+    jobs = encode_file._jobs
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 100)
+
+    def jobs_then_truncate(*args, **kwargs):
+        planned = jobs(*args, **kwargs)
+        with open(paths[1], "r+b") as f:
+            f.truncate(5)
+        return planned
+
+    monkeypatch.setattr(encode_file, "_jobs", jobs_then_truncate)
+    tok = bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)}, [], [EOT])
+    with pytest.raises(OSError, match="f1.txt changed while being read"):
+        tok.encode_file(paths, tmp_path / "ids.npy", num_workers=2)
+
+
 def test_worker_error_keeps_type_and_message(tmp_path):
     good = ("some text here " * 100_000).encode()
     path = write(tmp_path, good + b" \xff\xfe " + good)  # several chunks; bad one in the middle
