@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 
 from .patterns import GPT2_PATTERN, pretokenizer, resolve_pattern
-from .specials import unique_specials
+from .specials import add_special_ids, unique_specials
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -490,11 +490,7 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
                 raise ValueError(f"merge {r} {what} the token {token!r}, which is not in the "
                                  "vocabulary")
     vocab = dict(vocab)
-    next_id = max(vocab, default=-1) + 1
-    for s in specials:
-        if s.encode("utf-8") not in tokens:
-            vocab[next_id] = s.encode("utf-8")
-            next_id += 1
+    add_special_ids(specials, vocab, {t: i for i, t in vocab.items()})
     document = hf_tokenizer_json(vocab, merges, specials, pattern)  # checks the pattern too
     out_dir = os.fspath(out_dir)
     if not out_dir:

@@ -37,6 +37,26 @@ def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
     return list(out)
 
 
+def add_special_ids(specials: list[str], id_to_token: dict[int, bytes],
+                    token_to_id: dict[bytes, int]) -> dict[str, int]:
+    """Each special token's id: that of its bytes when they are a token already, else the
+    next id after the vocabulary's, added to both maps. A ValueError when no id below 2**31
+    is left."""
+    ids = {}
+    new_id = max(id_to_token, default=-1) + 1
+    for s in specials:
+        b = s.encode("utf-8")
+        if b not in token_to_id:
+            if new_id >= 2**31:
+                raise ValueError(f"no id is left for the special token {s!r}: the "
+                                 "vocabulary's ids reach 2**31 - 1")
+            id_to_token[new_id] = b
+            token_to_id[b] = new_id
+            new_id += 1
+        ids[s] = token_to_id[b]
+    return ids
+
+
 class SpecialTokens:
     """The special tokens of a tokenizer (or of a training run: ids then don't matter), in the
     order given, with their ids."""

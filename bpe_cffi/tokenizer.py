@@ -15,7 +15,7 @@ from .encoder import Encoder
 from .files import (MergeParts, check_vocab, load_gpt2, load_hf, load_tiktoken,
                     merges_from_ranks, save)
 from .patterns import GPT2_PATTERN, pretokenizer
-from .specials import SpecialTokens, unique_specials
+from .specials import SpecialTokens, add_special_ids, unique_specials
 
 _SUBSETS_KEPT = 8  # encoders kept for allowed_special sets other than "all"
 # The cache of encoded units (csrc/unit_cache.h): enough for every distinct unit of realmix
@@ -45,18 +45,8 @@ class Tokenizer:
         self.token_to_id: dict[bytes, int] = {}
         for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
             self.token_to_id.setdefault(vocab[i], i)
-        ids = {}
-        new_id = max(self.id_to_token, default=-1) + 1
-        for s in unique_specials(special_tokens):
-            b = s.encode("utf-8")
-            if b not in self.token_to_id:  # a fresh id when the bytes are new
-                if new_id >= 2**31:
-                    raise ValueError(f"no id is left for the special token {s!r}: the "
-                                     "vocabulary's ids reach 2**31 - 1")
-                self.id_to_token[new_id] = b
-                self.token_to_id[b] = new_id
-                new_id += 1
-            ids[s] = self.token_to_id[b]
+        ids = add_special_ids(unique_specials(special_tokens), self.id_to_token,
+                              self.token_to_id)
         self.specials = SpecialTokens(ids, ids)
         if isinstance(merges, MergeParts):  # as a file gave them
             self._merge_parts, self._merges = merges, None
