@@ -89,16 +89,22 @@ class EdgePatterns:
     text: str
 
 
+def _line_break_edges(ascii_after: bytes, text_after: str) -> EdgePatterns:
+    """cl100k's and o200k's edges: text then whitespace but \r or \n; a letter or number then
+    \r or \n; \r or \n then what is not whitespace (the ASCII of it: a class's contents,
+    ascii_after; on str: text_after)."""
+    return EdgePatterns(
+        _UTF8_TEXT_BEFORE + rb"(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])|(?<=[\r\n])"
+        + _utf8_text_at(ascii_after),
+        r"(?<=\S)(?=[\t\x0b\x0c ])|(?<=[\p{L}\p{N}])(?=[\r\n])|(?<=[\r\n])(?="
+        + text_after + ")")
+
+
 _GPT2_EDGES = EdgePatterns(_UTF8_TEXT_BEFORE + rb"(?=[\t\n\x0b\x0c\r ])",
                            r"(?<=\S)(?=[\t\n\x0b\x0c\r ])")
-_CL100K_EDGES = EdgePatterns(
-    _UTF8_TEXT_BEFORE + rb"(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])|(?<=[\r\n])"
-    + _utf8_text_at(rb"\x00-\x08\x0e-\x1f\x21-\x7f"),
-    r"(?<=\S)(?=[\t\x0b\x0c ])|(?<=[\p{L}\p{N}])(?=[\r\n])|(?<=[\r\n])(?=\S)")
-_O200K_EDGES = EdgePatterns(
-    _UTF8_TEXT_BEFORE + rb"(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])|(?<=[\r\n])"
-    + _utf8_text_at(rb"\x00-\x08\x0e-\x1f\x21-\x2e\x30-\x7f"),
-    r"(?<=\S)(?=[\t\x0b\x0c ])|(?<=[\p{L}\p{N}])(?=[\r\n])|(?<=[\r\n])(?=[^\s/])")
+_CL100K_EDGES = _line_break_edges(rb"\x00-\x08\x0e-\x1f\x21-\x7f", r"\S")
+_O200K_EDGES = _line_break_edges(rb"\x00-\x08\x0e-\x1f\x21-\x2e\x30-\x7f",
+                                 r"[^\s/]")  # / is taken along by the punctuation before
 
 
 @dataclass(frozen=True)
