@@ -19,9 +19,9 @@ RESOLVED: dict[str, tuple[str, str | None]] = {}
 def resolve(name: str) -> tuple[str, str | None]:
     """(pattern, Hugging Face form) of a name of bpe_cffi.PATTERNS."""
     if name not in RESOLVED:
-        from bpe_cffi.patterns import Pretokenizer
-        family = Pretokenizer(name).family
-        RESOLVED[name] = (Pretokenizer(name).pattern, family.hf_pattern if family else None)
+        from bpe_cffi.patterns import pretokenizer
+        pre = pretokenizer(name)
+        RESOLVED[name] = (pre.pattern, pre.family.hf_pattern if pre.family else None)
     return RESOLVED[name]
 
 
