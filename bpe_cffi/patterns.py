@@ -9,6 +9,7 @@ family: see csrc/units.h.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -229,8 +230,62 @@ def pretokenizer(pattern: str) -> Pretokenizer:
     return Pretokenizer(pattern)
 
 
+# The class bits each level keeps (csrc/scan.h): base classes in bits 0-1, o200k's case
+# classes in bits 2-3, the contractions' letters in bits 4-7.
+_LEVEL_BITS = {BASE: 0x03, FOLDS: 0xF3, CASES: 0xFF}
+
+# The table at level CASES, computed once (compute_char_classes) with one release of `regex`
+# and shipped run-length coded: computing it takes 25-35 ms, a third of loading a 50 000-token
+# tokenizer. Used only with that release of `regex` (Unicode's tables change with releases);
+# with any other the table is computed. scripts/char_classes.py writes the file.
+CLASS_TABLE_FILE = os.path.join(os.path.dirname(__file__), "data", "char_classes.bin")
+_CLASS_TABLE_MAGIC = b"bpe_cffi char classes, regex "
+
+
+def write_class_table(path: str) -> None:
+    """Writes the installed regex's table at level CASES to path, run-length coded: a line
+    naming the regex release, the number of runs (uint32), their lengths (uint32) and their
+    class bytes."""
+    table = compute_char_classes(CASES)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(table)) + 1])
+    lengths = np.diff(np.append(starts, len(table))).astype("<u4")
+    with open(path, "wb") as f:
+        f.write(_CLASS_TABLE_MAGIC + regex.__version__.encode("ascii") + b"\n")
+        f.write(np.array([len(starts)], "<u4").tobytes() + lengths.tobytes()
+                + table[starts].tobytes())
+
+
+def read_class_table(path: str = CLASS_TABLE_FILE) -> np.ndarray | None:
+    """The table at level CASES written to path by write_class_table, if the installed regex
+    made it, else None (also for a missing or damaged file)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    head, _, body = data.partition(b"\n")
+    if head != _CLASS_TABLE_MAGIC + regex.__version__.encode("ascii") or len(body) < 4:
+        return None
+    n = int(np.frombuffer(body, "<u4", 1)[0])
+    if len(body) != 4 + 5 * n:
+        return None
+    lengths = np.frombuffer(body, "<u4", n, 4)
+    if int(lengths.sum(dtype=np.int64)) != N_CODE_POINTS:
+        return None
+    return np.repeat(np.frombuffer(body, np.uint8, n, 4 + 4 * n), lengths)
+
+
 @functools.lru_cache(maxsize=3)
 def char_classes(level: int = CASES) -> np.ndarray:
+    """One class byte per code point, as csrc/scan.h lays it out, the bits of a level (see
+    compute_char_classes): the shipped table's when it matches the installed regex."""
+    shipped = read_class_table()
+    if shipped is None:
+        return compute_char_classes(level)
+    return shipped & _LEVEL_BITS[level]
+
+
+def compute_char_classes(level: int = CASES) -> np.ndarray:
     """One class byte per code point, as csrc/scan.h lays it out, computed with the regex module
     so that C and regex agree on the Unicode version: the base classes, and from level FOLDS on
     the letters that match a contraction's without case, and at CASES o200k's case classes."""

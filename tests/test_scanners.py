@@ -14,7 +14,9 @@ from hypothesis import example, given, settings, strategies as st
 import bpe_cffi
 from bpe_cffi._lib import ffi, lib
 from bpe_cffi.counter import WordCounter, arrays_to_counts
-from bpe_cffi.patterns import PATTERNS, _KNOWN, char_classes, pretokenizer
+from bpe_cffi.patterns import (BASE, CASES, CLASS_TABLE_FILE, FOLDS, PATTERNS, _KNOWN,
+                               char_classes, compute_char_classes, pretokenizer,
+                               read_class_table, write_class_table)
 from bpe_cffi.specials import SpecialTokens
 
 EOT = "<|endoftext|>"
@@ -86,6 +88,40 @@ def test_class_table_equals_regex_on_every_code_point():
     for f, ch in enumerate("sdmtlver", 1):
         assert np.array_equal(fold == f, members(f"(?i:{ch})")), ch
     assert fold[ord("ſ")] == 1  # the long s matches s without case, as regex has it
+
+
+@pytest.mark.parametrize("level", [BASE, FOLDS, CASES])
+def test_class_table_of_each_level_equals_the_computed_one(level):
+    # The shipped table (when it names the installed regex) cut to a level's bits.
+    assert np.array_equal(char_classes(level), compute_char_classes(level))
+
+
+def test_shipped_class_table_is_the_installed_regexs():
+    with open(CLASS_TABLE_FILE, "rb") as f:
+        head = f.readline()
+    if regex.__version__.encode() not in head:
+        pytest.skip(f"{head!r} is not for regex {regex.__version__}: the table is computed at "
+                    "start-up (scripts/char_classes.py writes a new file)")
+    assert np.array_equal(read_class_table(), compute_char_classes(CASES))
+
+
+def test_class_table_file_round_trip_and_damage(tmp_path):
+    path = str(tmp_path / "classes.bin")
+    write_class_table(path)
+    assert np.array_equal(read_class_table(path), compute_char_classes(CASES))
+    data = open(path, "rb").read()
+    head, _, body = data.partition(b"\n")
+    damaged = {
+        "another regex": head + b".1\n" + body,
+        "truncated": data[:-1],
+        "no runs": head + b"\n",
+        "runs that do not cover Unicode": head + b"\n" + np.array([1, 5, 0], "<u4").tobytes()[:8]
+        + b"\x00",
+    }
+    for name, bad in damaged.items():
+        open(path, "wb").write(bad)
+        assert read_class_table(path) is None, name
+    assert read_class_table(str(tmp_path / "missing.bin")) is None
 
 
 @pytest.mark.parametrize("pattern", KNOWN)
