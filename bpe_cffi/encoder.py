@@ -39,7 +39,7 @@ class Encoder:
 
     def __init__(self, token_to_id: Mapping[bytes, int], merges: MergeParts,
                  n_ids: int, pretokenizer: Pretokenizer, specials: SpecialTokens,
-                 num_threads: int, cache_bytes: int):
+                 num_threads: int, cache_bytes: int, ignore_merges: bool = False):
         self.pretokenizer = pretokenizer
         self.specials = specials
         self.num_threads = num_threads
@@ -55,6 +55,8 @@ class Encoder:
                                   _buf("int32_t[]", right), _buf("int32_t[]", merged),
                                   len(merges), n_ids, out), "bpe_encoder_new")
         self._c = ffi.gc(out[0], lib.bpe_encoder_free)
+        if ignore_merges:
+            self._set_whole_tokens(token_to_id, specials, merged)
         self.cache_bytes = cache_bytes
         self._n_ids = n_ids
         self._ints = None  # the ints 0 .. n_ids - 1 as an object array: made on first use
@@ -70,6 +72,21 @@ class Encoder:
                                   "that much memory for the cache of encoded units")
             check(rc, "bpe_unit_cache_new")
             self._cache = ffi.gc(cache[0], lib.bpe_unit_cache_free)
+
+    def _set_whole_tokens(self, token_to_id: Mapping[bytes, int], specials: SpecialTokens,
+                          merged: np.ndarray) -> None:
+        """tiktoken's rule (and tokenizers' ignore_merges): a pre-token whose bytes are a token
+        is that token, whatever the merges make of its bytes. Every token counts but a special
+        token that is only that (neither a byte nor a merge's result): tiktoken keeps those
+        apart from its ranks."""
+        special_only = set(specials.ids.values()) - set(merged.tolist()) \
+            - set(self._byte_ids.tolist())
+        tokens = [t for t, i in token_to_id.items() if i not in special_only]
+        ids = np.fromiter((token_to_id[t] for t in tokens), np.int32, len(tokens))
+        check(lib.bpe_encoder_set_whole_tokens(self._c, b"".join(tokens),
+                                               _buf("int64_t[]", offsets_of(tokens)),
+                                               _buf("int32_t[]", ids), len(tokens)),
+              "bpe_encoder_set_whole_tokens")
 
     def cache_info(self) -> dict[str, int]:
         """What the cache of encoded units holds, and how often it was looked up and hit."""

@@ -272,10 +272,13 @@ def _merges_lines(lines: list[str], lineno: int, path: str) -> MergeParts:
 # ---- Hugging Face tokenizer.json ----------------------------------------------------------
 
 def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: Iterable[str],
-                      pattern: str = GPT2_PATTERN) -> dict:
-    """The tokenizer.json document: loads as is with tokenizers.Tokenizer.from_file."""
+                      pattern: str = GPT2_PATTERN, ignore_merges: bool = False) -> dict:
+    """The tokenizer.json document: loads as is with tokenizers.Tokenizer.from_file. The
+    model's vocabulary holds every token but the special tokens that are only that."""
+    special_tokens = list(special_tokens)
+    only = only_special(vocab, merges, special_tokens)
     specials = {s.encode("utf-8"): s for s in special_tokens}
-    model_vocab = {token_to_str(t): i for i, t in sorted(vocab.items()) if t not in specials}
+    model_vocab = {token_to_str(t): i for i, t in sorted(vocab.items()) if t not in only}
     added = [{"id": i, "content": specials[t], "single_word": False, "lstrip": False,
               "rstrip": False, "normalized": False, "special": True}
              for i, t in sorted(vocab.items()) if t in specials]
@@ -299,31 +302,77 @@ def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: Iterable[str
                     "use_regex": True},
         "model": {"type": "BPE", "dropout": None, "unk_token": None,
                   "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": ignore_merges,
                   "vocab": model_vocab,
                   "merges": [f"{token_to_str(a)} {token_to_str(b)}" for a, b in merges]},
     }
 
 
 def _hf_pattern(pre: dict | None, path: str) -> str:
-    if pre and pre.get("type") == "ByteLevel" and pre.get("use_regex", True):
+    """The pattern of a tokenizer.json's pre_tokenizer: ByteLevel with its own regex (GPT-2's),
+    or a Split regex (isolated) before a ByteLevel that does not split. Anything else changes
+    the pre-tokens in ways bpe_cffi does not follow, so it is refused rather than misread."""
+    def byte_level(p: dict, use_regex: bool) -> bool:
+        if p.get("type") != "ByteLevel" or bool(p.get("use_regex", True)) != use_regex:
+            return False
+        if p.get("add_prefix_space", True):
+            raise ValueError(f"{path}: pre_tokenizer ByteLevel with add_prefix_space adds a "
+                             "space before the text, which bpe_cffi does not do")
+        return True
+
+    if pre and byte_level(pre, True):
         return GPT2_PATTERN
-    if pre and pre.get("type") == "Sequence":
-        for p in pre.get("pretokenizers", []):
-            if p.get("type") == "Split" and "Regex" in p.get("pattern", {}):
-                return p["pattern"]["Regex"]
+    steps = pre.get("pretokenizers") if pre and pre.get("type") == "Sequence" else None
+    if steps and len(steps) == 2 and byte_level(steps[1], False):
+        split = steps[0]
+        if split.get("type") == "Split" and isinstance(split.get("pattern"), dict) \
+                and isinstance(split["pattern"].get("Regex"), str):
+            if split.get("behavior") != "Isolated" or split.get("invert", False):
+                raise ValueError(f"{path}: pre_tokenizer Split with behavior "
+                                 f"{split.get('behavior')!r} and invert "
+                                 f"{split.get('invert')!r}: bpe_cffi takes each match as a "
+                                 "pre-token (Isolated, not inverted)")
+            return split["pattern"]["Regex"]
     raise ValueError(f"{path}: unsupported pre_tokenizer (expected ByteLevel, or a Split regex "
-                     "followed by ByteLevel)")
+                     "followed by ByteLevel without its regex)")
 
 
-def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str]:
-    """Reads a tokenizer.json: (vocab, merges, special tokens, pattern)."""
+def _check_hf_model(doc: dict, path: str) -> None:
+    """A ValueError naming the setting of a tokenizer.json that changes ids in a way bpe_cffi
+    does not follow (rather than ids that differ from tokenizers' without a word)."""
+    model = doc["model"]
+    refused = [("normalizer", doc.get("normalizer"), (None,)),
+               ("model.dropout", model.get("dropout"), (None, 0, 0.0)),
+               ("model.continuing_subword_prefix", model.get("continuing_subword_prefix"),
+                (None, "")),
+               ("model.end_of_word_suffix", model.get("end_of_word_suffix"), (None, "")),
+               ("model.byte_fallback", model.get("byte_fallback"), (None, False))]
+    for name, value, accepted in refused:
+        if value not in accepted:
+            raise ValueError(f"{path}: {name} is {value!r}; bpe_cffi supports only "
+                             f"{' or '.join(map(repr, accepted))}")
+    if not isinstance(model.get("ignore_merges", False), bool):
+        raise ValueError(f"{path}: model.ignore_merges is {model['ignore_merges']!r}, not a bool")
+    for t in doc.get("added_tokens") or []:
+        for flag in ("lstrip", "rstrip", "single_word"):
+            if t.get(flag):
+                raise ValueError(f"{path}: added token {t.get('content')!r} has {flag} set; "
+                                 "bpe_cffi matches added tokens as they are written")
+
+
+def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
+    """Reads a tokenizer.json: (vocab, merges, special tokens, pattern, ignore_merges). Every
+    added token, special or not, is a special token of bpe_cffi's: tokenizers takes them all
+    out of the text before its pre-tokenizer. A setting that changes ids in a way bpe_cffi
+    does not follow is a ValueError (see _check_hf_model, _hf_pattern); the post-processor
+    (a BOS token that tokenizers adds by default, say) is left to the caller."""
     path = check_regular_file(os.fspath(path), "a Hugging Face tokenizer.json")
     doc = _read_json(path)
     try:
         model = doc["model"]
         if model.get("type", "BPE") != "BPE":
             raise ValueError(f"{path}: model type {model.get('type')!r} is not BPE")
+        _check_hf_model(doc, path)
         added = doc.get("added_tokens") or []
         _check_ids(model["vocab"].items(), path)
         _check_ids(((t["content"], t["id"]) for t in added), path)
@@ -341,12 +390,11 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str]:
                 raise ValueError(f"{path}: added token {content!r} has id {t['id']}, the id "
                                  f"of the token {vocab[t['id']]!r}")
             vocab[t["id"]] = token
-            if t.get("special", True):
-                specials.append(content)
+            specials.append(content)
         pattern = _hf_pattern(doc.get("pre_tokenizer"), path)
     except (KeyError, TypeError, AttributeError, UnicodeError) as e:
         raise ValueError(f"{path}: not a BPE tokenizer.json ({type(e).__name__}: {e})") from None
-    return vocab, merges, specials, pattern
+    return vocab, merges, specials, pattern, model.get("ignore_merges", False)
 
 
 def _well_formed_merges(raw: list) -> MergeParts | None:
@@ -389,12 +437,22 @@ def _hf_merges(raw: list, path: str) -> MergeParts:
 
 # ---- tiktoken ------------------------------------------------------------------------------
 
-def save_tiktoken(vocab: Vocab, path: str, special_tokens: Iterable[str] = ()) -> None:
-    """Writes tiktoken's rank file (base64 token, rank), leaving out the special tokens."""
-    specials = {s.encode("utf-8") for s in special_tokens}
+def only_special(vocab: Vocab, merges: Merges, special_tokens: Iterable[str]) -> set[bytes]:
+    """The bytes of the special tokens that are no ordinary token too: neither a byte nor made
+    by a merge (a special whose bytes are a token keeps that token's id: docs/spec.md)."""
+    made = {a + b for a, b in merges}
+    return {b for b in (s.encode("utf-8") for s in special_tokens)
+            if len(b) > 1 and b not in made}
+
+
+def save_tiktoken(vocab: Vocab, path: str, special_tokens: Iterable[str] = (),
+                  merges: Merges = ()) -> None:
+    """Writes tiktoken's rank file (base64 token, rank), leaving out the special tokens that
+    are only that (only_special)."""
+    only = only_special(vocab, merges, special_tokens)
     with atomic_write(path) as f:
         for i, t in sorted(vocab.items()):
-            if t not in specials:
+            if t not in only:
                 f.write(f"{base64.b64encode(t).decode('ascii')} {i}\n")
 
 
@@ -433,26 +491,23 @@ def load_tiktoken(path) -> Vocab:
 
 
 def merges_from_ranks(vocab: Vocab) -> Merges:
-    """Recovers the merges of a rank table (tiktoken's format has none): the token of rank r is
-    the merge of the two parts that BPE with the ranks below r leaves of its bytes."""
+    """The merges of a rank table (tiktoken's format has none), as tiktoken applies its ranks:
+    any two adjacent parts whose bytes joined are a token merge, the lowest-ranked such token
+    first. So every split of a token into two tokens is a merge, ranked by the token (then by
+    its parts' ranks, as tokenizers' converter orders them). With ignore_merges (tiktoken's
+    whole-token rule) this gives tiktoken's ids; for a table learned by BPE, only the splits
+    that BPE made ever apply."""
     ranks = {t: i for i, t in vocab.items()}
-    merges: Merges = []
-    for r, token in sorted(vocab.items()):
-        if len(token) < 2:
-            continue
-        parts = [bytes([b]) for b in token]
-        while len(parts) > 2:
-            best, best_rank = None, r
-            for i in range(len(parts) - 1):
-                pr = ranks.get(parts[i] + parts[i + 1])
-                if pr is not None and pr < best_rank:
-                    best, best_rank = i, pr
-            if best is None:
-                break
-            parts[best:best + 2] = [parts[best] + parts[best + 1]]
-        if len(parts) == 2:
-            merges.append((parts[0], parts[1]))
-    return merges
+    found = []
+    for r, token in vocab.items():
+        for k in range(1, len(token)):
+            a = ranks.get(token[:k])
+            if a is not None:
+                b = ranks.get(token[k:])
+                if b is not None:
+                    found.append((r, a, b, k))
+    found.sort()
+    return [(vocab[r][:k], vocab[r][k:]) for r, _, _, k in found]
 
 
 # ---- all formats at once --------------------------------------------------------------------
@@ -472,13 +527,13 @@ def check_vocab(vocab) -> None:
 
 
 def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = (),
-         pattern: str = GPT2_PATTERN) -> list[str]:
+         pattern: str = GPT2_PATTERN, *, ignore_merges: bool = False) -> list[str]:
     """Writes the four formats into out_dir (created if needed); returns their paths. All is
     checked before a file is written: vocab, merges (pairs of bytes whose tokens, and the
     token each makes, are in vocab), special_tokens (a list of str) and the pattern. A
     special token whose bytes are no token of vocab gets the next id, as Tokenizer gives it.
     Each file appears whole or not at all, and an existing file is replaced only once its
-    successor is complete."""
+    successor is complete. ignore_merges: written into tokenizer.json (see Tokenizer)."""
     specials = unique_specials(special_tokens)  # one str is refused: its characters are no tokens
     check_vocab(vocab)
     merges = list(merges)
@@ -491,7 +546,7 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
                                  "vocabulary")
     vocab = dict(vocab)
     add_special_ids(specials, vocab, {t: i for i, t in vocab.items()})
-    document = hf_tokenizer_json(vocab, merges, specials, pattern)  # checks the pattern too
+    document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges))
     out_dir = os.fspath(out_dir)
     if not out_dir:
         raise ValueError("the output directory is empty")
@@ -500,7 +555,7 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     save_gpt2(vocab, merges, paths[0], paths[1])
     with atomic_write(paths[2]) as f:
         json.dump(document, f, ensure_ascii=False, indent=1)
-    save_tiktoken(vocab, paths[3], specials)
+    save_tiktoken(vocab, paths[3], specials, merges)
     return paths
 
 

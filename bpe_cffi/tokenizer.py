@@ -31,7 +31,8 @@ class Tokenizer:
 
     def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
                  special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN,
-                 num_threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES):
+                 num_threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 ignore_merges: bool = False):
         """vocab: {id: token bytes}; merges: [(bytes, bytes)] by rank; special_tokens: strs
         that encode to their own id (a new id after the vocabulary's when their bytes are no
         token); pattern: the pre-tokenization regex, or a family's name (bpe_cffi.PATTERNS).
@@ -39,8 +40,16 @@ class Tokenizer:
         once on this many threads (None: one per core). The ids never depend on it.
         cache_bytes: the most memory kept for the ids of units (a word with the space before
         it and the punctuation after it) encoded by earlier calls, so that later calls look
-        them up instead of encoding them again; 0: no cache. The ids never depend on it."""
+        them up instead of encoding them again; 0: no cache. The ids never depend on it.
+        ignore_merges: a pre-token whose bytes are a token encodes to that token, whatever the
+        merges would make of its bytes (tiktoken's rule; tokenizers' `ignore_merges`). Set when
+        loading a tiktoken rank file, or a tokenizer.json that says so. A vocabulary learned by
+        BPE gives the same ids either way."""
         check_vocab(vocab)
+        if not isinstance(ignore_merges, bool):
+            raise TypeError(f"ignore_merges must be a bool, not {type(ignore_merges).__name__}")
+        #: whether whole tokens win over the merges (see the constructor)
+        self.ignore_merges = ignore_merges
         self.id_to_token: dict[int, bytes] = dict(vocab)
         self.token_to_id: dict[bytes, int] = {}
         for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
@@ -61,7 +70,7 @@ class Tokenizer:
         self._encoder = Encoder(self.token_to_id, self._merge_parts, self.vocab_size,
                                 self.pretokenizer, self.specials,
                                 resolve_workers(num_threads, "num_threads"),
-                                _check_cache_bytes(cache_bytes))
+                                _check_cache_bytes(cache_bytes), ignore_merges)
         self._decoder = Decoder(self.id_to_token, self.vocab_size)
         self._subset_encoders: dict[frozenset, Encoder] = {}
 
@@ -134,19 +143,20 @@ class Tokenizer:
     @classmethod
     def _load(cls, d: str, options: dict) -> "Tokenizer":
         if os.path.exists(os.path.join(d, "tokenizer.json")):
-            vocab, merges, specials, pattern = load_hf(os.path.join(d, "tokenizer.json"))
-            return cls(vocab, merges, specials, pattern, **options)
+            vocab, merges, specials, pattern, ignore = load_hf(os.path.join(d, "tokenizer.json"))
+            return cls(vocab, merges, specials, pattern, ignore_merges=ignore, **options)
         if os.path.exists(os.path.join(d, "vocab.json")):
             return cls.from_files(os.path.join(d, "vocab.json"), os.path.join(d, "merges.txt"),
                                   **options)
         if os.path.exists(os.path.join(d, "tokenizer.tiktoken")):
             vocab = load_tiktoken(os.path.join(d, "tokenizer.tiktoken"))
-            return cls(vocab, merges_from_ranks(vocab), **options)
+            return cls(vocab, merges_from_ranks(vocab), ignore_merges=True, **options)
         raise FileNotFoundError(f"{d!r} holds no tokenizer.json, vocab.json or tokenizer.tiktoken")
 
     def save(self, directory) -> list[str]:
         """Writes vocab.json, merges.txt, tokenizer.json and tokenizer.tiktoken."""
-        return save(self.id_to_token, self.merges, directory, self.special_tokens, self.pattern)
+        return save(self.id_to_token, self.merges, directory, self.special_tokens, self.pattern,
+                    ignore_merges=self.ignore_merges)
 
     def __len__(self) -> int:
         """The number of tokens, special tokens included."""
@@ -154,7 +164,7 @@ class Tokenizer:
 
     def __getstate__(self):  # for process pools: rebuild the C encoder on the other side
         return (self.id_to_token, self.merges, self.special_tokens, self.pattern,
-                self.num_threads, self.cache_bytes)
+                self.num_threads, self.cache_bytes, self.ignore_merges)
 
     def __setstate__(self, state):
         self.__init__(*state)

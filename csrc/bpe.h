@@ -57,6 +57,15 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
 
 void bpe_encoder_free(bpe_encoder *e);
 
+/* Makes every token given a whole token of e: a pre-token whose bytes are token i's encodes
+ * to ids[i], whatever the merges would make of it (tiktoken's rule, and tokenizers' with
+ * ignore_merges). Token i's bytes are bytes[offsets[i] .. offsets[i + 1]); one listed twice
+ * takes its first id, so list them by id. Replaces the whole tokens bpe_encoder_new found
+ * (those whose bytes the merges turn into them). Call it before e is used: it writes e. On an
+ * error e is unchanged. */
+int bpe_encoder_set_whole_tokens(bpe_encoder *e, const uint8_t *bytes, const int64_t *offsets,
+                                 const int32_t *ids, int64_t n);
+
 /* The ids of merges named by their tokens' bytes, as tokenizer files name them. Token i of the
  * vocabulary is vocab[vocab_at[i] .. vocab_at[i + 1]) with id vocab_id[i] (bytes listed twice:
  * the lowest id). Merge r's left token is parts[parts_at[2r] .. parts_at[2r + 1]), its right

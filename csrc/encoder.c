@@ -23,6 +23,8 @@ int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t 
 
     bpe_encoder *e = calloc(1, sizeof *e);
     if (!e) return BPE_ENOMEM;
+    e->whole_max_len = SHORT_WORD;
+    e->n_ids = n_ids;
     memcpy(e->byte_ids, byte_ids, sizeof e->byte_ids);
     e->merged = malloc((size_t)n_merges * sizeof *e->merged + 1);
     e->byte_pair_rank = malloc(256 * 256 * sizeof *e->byte_pair_rank);
@@ -128,6 +130,49 @@ static int filter_whole_tokens(bpe_encoder *e) {
     for (int64_t s = 0; rc == BPE_OK && s < e->whole.n; s++)
         bit_filter_add(&e->whole_hashes, e->whole.hash[s]);
     return rc;
+}
+
+int bpe_encoder_set_whole_tokens(bpe_encoder *e, const uint8_t *bytes, const int64_t *offsets,
+                                 const int32_t *ids, int64_t n) {
+    if (!e || n < 0 || !offsets || offsets[0] != 0 || (n > 0 && !ids)) return BPE_EINVAL;
+    int64_t longest = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t len = offsets[i + 1] - offsets[i];
+        if (len < 0 || ids[i] < 0 || ids[i] >= e->n_ids) return BPE_EINVAL;
+        if (len > longest) longest = len;
+    }
+    if (offsets[n] > 0 && !bytes) return BPE_EINVAL;
+    /* Built aside, then swapped in: on an error the encoder keeps what it had. */
+    bpe_encoder next = *e;
+    memset(&next.whole, 0, sizeof next.whole);
+    memset(&next.whole_hashes, 0, sizeof next.whole_hashes);
+    int32_t *seq = malloc((size_t)n * sizeof *seq + 1); /* the number of token i's bytes */
+    int rc = seq ? word_table_init(&next.whole, n) : BPE_ENOMEM;
+    word_batch batch = {.n = 0};
+    for (int64_t i = 0; rc == BPE_OK && i < n; i++) {
+        int64_t len = offsets[i + 1] - offsets[i];
+        seq[i] = -1;
+        if (len >= 2) /* a byte is its byte id's already */
+            rc = word_batch_push(&next.whole, &batch,
+                                 word_key_of(bytes + offsets[i], len, len), 0, &seq[i]);
+    }
+    if (rc == BPE_OK) rc = word_batch_flush(&next.whole, &batch);
+    /* Last to first, so that bytes listed twice keep their first id. */
+    for (int64_t i = n - 1; rc == BPE_OK && i >= 0; i--)
+        if (seq[i] >= 0) next.whole.slots[next.whole.slot_of[seq[i]]].count = ids[i];
+    if (rc == BPE_OK) rc = filter_whole_tokens(&next);
+    free(seq);
+    if (rc != BPE_OK) {
+        word_table_free(&next.whole);
+        bit_filter_free(&next.whole_hashes);
+        return rc;
+    }
+    word_table_free(&e->whole);
+    bit_filter_free(&e->whole_hashes);
+    e->whole = next.whole;
+    e->whole_hashes = next.whole_hashes;
+    e->whole_max_len = longest > SHORT_WORD ? longest : SHORT_WORD;
+    return BPE_OK;
 }
 
 /* ---- words of up to SHORT_WORD bytes: array, rescan for the lowest rank ---- */

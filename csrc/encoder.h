@@ -5,7 +5,8 @@
  * training. Short words (almost all of them) use a flat array and rescan for the lowest rank,
  * as tiktoken does; long ones a tree of the lowest ranks (long_word.c), so a 50 MB pre-token
  * is O(n log n), not O(n^2). A word whose bytes are a token's, and encode to that token, is
- * one lookup instead.
+ * one lookup instead; with bpe_encoder_set_whole_tokens, a word whose bytes are any token's
+ * is that token, whatever the merges would make of it (tiktoken's rule).
  *
  * The encoder is never written after construction, so one may serve several threads at
  * once. */
@@ -33,6 +34,9 @@ struct bpe_encoder {
      * find_whole_tokens in encoder.c. */
     word_table whole;
     bit_filter whole_hashes; /* the word hash of every key in whole */
+    int64_t whole_max_len;   /* the longest key in whole: SHORT_WORD, or longer for a
+                              * vocabulary given whole (bpe_encoder_set_whole_tokens) */
+    int64_t n_ids;
 };
 
 /* The rank of merging ids (a, b), or NO_RANK. */
@@ -53,7 +57,8 @@ int encoder_merge_word(const bpe_encoder *e, const uint8_t *w, int64_t n, int32_
  * ~95% of the time by one read of a table that stays in L2 (128 KB), and every whole token
  * is found, however rare. */
 static inline int encoder_may_be_whole(const bpe_encoder *e, const word_key *k) {
-    return k->len >= 2 && k->len <= SHORT_WORD && bit_filter_may_hold(&e->whole_hashes, k->hash);
+    return k->len >= 2 && k->len <= e->whole_max_len &&
+           bit_filter_may_hold(&e->whole_hashes, k->hash);
 }
 
 /* Whether the word k, past the filter, is a whole token: then its id is ids[0]. */

@@ -1,8 +1,10 @@
 """Files (SPEC 3): the four formats, lossless round trips, other libraries, malformed input."""
 from __future__ import annotations
 
+import base64
 import json
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -43,17 +45,32 @@ def test_load_prefers_tokenizer_json_and_keeps_specials(saved, trained):
     assert tok.encode(TEXT) == Tokenizer(*trained, [EOT]).encode(TEXT)
 
 
-def test_each_format_loads_alone(saved, trained):
+def _only(saved, name: str, tmp_path) -> str:
+    """A directory holding only the saved file name."""
+    d = tmp_path / ("only_" + name.replace(".", "_"))
+    d.mkdir()
+    (d / name).write_bytes((saved / name).read_bytes())
+    return str(d)
+
+
+def test_each_format_loads_alone(saved, trained, tmp_path):
     vocab, merges = trained
     want = Tokenizer(vocab, merges, [EOT]).encode(TEXT)
     v, m = files.load_gpt2(saved / "vocab.json", saved / "merges.txt")
     assert (v, m.pairs()) == (vocab, merges)
-    v, m, specials, pattern = files.load_hf(saved / "tokenizer.json")
+    v, m, specials, pattern, _ = files.load_hf(saved / "tokenizer.json")
     assert (v, m.pairs(), specials, pattern) == (vocab, merges, [EOT], bpe_cffi.GPT2_PATTERN)
     v = files.load_tiktoken(saved / "tokenizer.tiktoken")
     assert v == {i: t for i, t in vocab.items() if t != EOT.encode()}
-    assert files.merges_from_ranks(v) == merges
-    assert Tokenizer(v, files.merges_from_ranks(v), [EOT]).encode(TEXT) == want
+    # Every split of a token into two tokens is a merge, by the token's rank: BPE's own
+    # merges among them, in their order.
+    recovered = files.merges_from_ranks(v)
+    learned = set(merges)
+    assert [m for m in recovered if m in learned] == merges
+    assert all(a + b in v.values() for a, b in recovered)
+    for ignore in (False, True):
+        assert Tokenizer(v, recovered, [EOT], ignore_merges=ignore).encode(TEXT) == want
+    assert Tokenizer.load(_only(saved, "tokenizer.tiktoken", tmp_path)).ignore_merges
 
 
 def test_hf_tokenizers_loads_tokenizer_json_as_is(saved, trained):
@@ -105,7 +122,7 @@ def test_every_byte_string_survives_every_format(tmp_path, extra):
     bpe_cffi.save(vocab, merges, out, specials)
     v, m = files.load_gpt2(out / "vocab.json", out / "merges.txt")
     assert (v, m.pairs()) == (vocab, merges)
-    v, m, sp, _ = files.load_hf(out / "tokenizer.json")
+    v, m, sp, _, _ = files.load_hf(out / "tokenizer.json")
     assert (v, m.pairs(), sp) == (vocab, merges, specials)
     plain = {i: t for i, t in vocab.items() if t not in {s.encode() for s in specials}}
     assert files.load_tiktoken(out / "tokenizer.tiktoken") == plain
@@ -184,7 +201,7 @@ def _edited(saved, edit) -> None:
 
 @pytest.mark.parametrize("case, message", [
     ("pre_tokenizer a str", "not a BPE tokenizer.json"),
-    ("pretokenizers null", "not a BPE tokenizer.json"),
+    ("pretokenizers null", "unsupported pre_tokenizer"),
     ("vocab id a str", "has id '256', not an int"),
     ("vocab id too large", r"has id 2147483648, not an int in \[0, 2\*\*31\)"),
     ("added id negative", "has id -1"),
@@ -468,3 +485,154 @@ def test_cli_encodes_many_files(saved, tmp_path):
                  str(tmp_path / "doc1.txt"), "--out", str(out), "--no-separator",
                  "--quiet"]) == 0
     assert np.load(out).tolist() == tok.encode("document 0\n" * 100 + "document 1\n" * 100)
+
+
+# ---- settings of tokenizer.json that change ids, and tiktoken's whole-token rule ----
+
+def _hostile_lines() -> list[str]:
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()[:60_000]
+    return sample.splitlines() + [TEXT, "Hello  world 1234567 \u00e9\u0301 \r\n x\u3000y !?  ",
+                                  " ab abc abcd  tab  the then there "]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("add_prefix_space", "add_prefix_space"),
+    ("normalizer", "normalizer is"),
+    ("dropout", "model.dropout is 0.1"),
+    ("end_of_word_suffix", "model.end_of_word_suffix"),
+    ("continuing_subword_prefix", "model.continuing_subword_prefix"),
+    ("byte_fallback", "model.byte_fallback"),
+    ("ignore_merges not a bool", "model.ignore_merges is 'yes'"),
+    ("added lstrip", "has lstrip set"),
+    ("split removed", "behavior 'Removed'"),
+    ("split inverted", "invert True"),
+    ("three steps", "unsupported pre_tokenizer"),
+    ("byte level splits after split", "unsupported pre_tokenizer"),
+])
+def test_tokenizer_json_settings_that_change_ids_are_refused(trained, tmp_path, case, message):
+    # tokenizers applies each of these; reading the file without them gave other ids than
+    # tokenizers', without a word.
+    vocab, merges = trained
+    pattern = "cl100k" if case in ("split removed", "split inverted", "three steps",
+                                   "byte level splits after split") else "gpt2"
+    bpe_cffi.save(vocab, merges, tmp_path / "tok", [EOT], pattern)
+
+    def edit(doc):
+        model, pre = doc["model"], doc["pre_tokenizer"]
+        if case == "add_prefix_space":
+            pre["add_prefix_space"] = True
+        elif case == "normalizer":
+            doc["normalizer"] = {"type": "Lowercase"}
+        elif case in ("dropout", "end_of_word_suffix", "continuing_subword_prefix",
+                      "byte_fallback"):
+            model[case] = {"dropout": 0.1, "end_of_word_suffix": "</w>",
+                           "continuing_subword_prefix": "##", "byte_fallback": True}[case]
+        elif case == "ignore_merges not a bool":
+            model["ignore_merges"] = "yes"
+        elif case == "added lstrip":
+            doc["added_tokens"][0]["lstrip"] = True
+        elif case == "split removed":
+            pre["pretokenizers"][0]["behavior"] = "Removed"
+        elif case == "split inverted":
+            pre["pretokenizers"][0]["invert"] = True
+        elif case == "three steps":
+            pre["pretokenizers"].insert(1, {"type": "Digits", "individual_digits": True})
+        else:
+            pre["pretokenizers"][1]["use_regex"] = True
+    _edited(tmp_path / "tok", edit)
+    with pytest.raises(ValueError, match=f"tokenizer.json: .*{message}"):
+        Tokenizer.load(tmp_path / "tok")
+
+
+def test_added_tokens_that_are_not_special_are_taken_out_as_tokenizers_does(saved):
+    import tokenizers
+    vocab_size = len(json.loads((saved / "tokenizer.json").read_text())["model"]["vocab"]) + 1
+
+    def edit(doc):
+        doc["added_tokens"].append({"id": vocab_size, "content": "<tool>", "single_word": False,
+                                    "lstrip": False, "rstrip": False, "normalized": True,
+                                    "special": False})
+    _edited(saved, edit)
+    hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
+    ours = Tokenizer.load(saved)
+    for text in ["use <tool> here", "<tool><tool>x", TEXT + "<tool>"]:
+        assert ours.encode(text) == hf.encode(text).ids
+
+
+def _unreachable_vocab(trained):
+    """The trained vocabulary (its special token left for save to add last, where tokenizers
+    numbers it alike) with tokens no merge makes: ' xyzzy', and one of 151 bytes."""
+    vocab, merges = trained
+    vocab = {i: t for i, t in vocab.items() if t != EOT.encode()}
+    n = max(vocab) + 1
+    vocab[n], vocab[n + 1] = b" xyzzy", b" " + b"q" * 150  # one pre-token, past 128 bytes
+    return vocab, merges
+
+
+@pytest.mark.parametrize("ignore_merges", [False, True])
+def test_ignore_merges_gives_tokenizers_ids(trained, tmp_path, ignore_merges):
+    import tokenizers
+    vocab, merges = _unreachable_vocab(trained)
+    bpe_cffi.save(vocab, merges, tmp_path, [EOT], ignore_merges=ignore_merges)
+    assert json.loads((tmp_path / "tokenizer.json").read_text())["model"]["ignore_merges"] \
+        is ignore_merges
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    ours = Tokenizer.load(tmp_path)
+    assert ours.ignore_merges is ignore_merges
+    long_token = vocab[max(vocab)].decode()
+    texts = _hostile_lines() + [" xyzzy", "a xyzzy, xyzzy", long_token, " " + long_token]
+    for text in texts:
+        assert ours.encode(text) == hf.encode(text).ids, text
+    if ignore_merges:
+        assert ours.encode(" xyzzy") == [ours.token_to_id[b" xyzzy"]]
+        assert ours.encode(long_token) == [ours.token_to_id[long_token.encode()]]
+    big = "\n".join(texts) * 20  # long enough for the cache and units paths
+    assert ours.encode(big) == hf.encode(big).ids
+    assert pickle.loads(pickle.dumps(ours)).ignore_merges is ignore_merges
+
+
+def _ranks_file(path, ranks: dict[bytes, int]) -> None:
+    with open(path, "w") as f:
+        for token, rank in sorted(ranks.items(), key=lambda x: x[1]):
+            f.write(f"{base64.b64encode(token).decode()} {rank}\n")
+
+
+def test_tiktoken_rank_files_give_tiktokens_ids(saved, tmp_path):
+    # Ranks that BPE did not learn: a token no merge reaches, and every seventh token of a
+    # learned table left out (so tokens are made of parts ranked after them).
+    import tiktoken
+    learned = files.load_tiktoken(saved / "tokenizer.tiktoken")
+    cases = {
+        "unreachable": {**{bytes([b]): b for b in range(256)}, b"abc": 256, b" ab": 257},
+        "every seventh out": {t: r for r, t in learned.items() if r < 256 or r % 7},
+    }
+    for name, ranks in cases.items():
+        d = tmp_path / name.replace(" ", "_")
+        d.mkdir()
+        _ranks_file(d / "tokenizer.tiktoken", ranks)
+        ours = Tokenizer.load(d)
+        theirs = tiktoken.Encoding(name, pat_str=ours.pattern, mergeable_ranks=ranks,
+                                   special_tokens={})
+        texts = _hostile_lines() + ["abc", "xabc abcabc", " ab abc"]
+        for text in texts:
+            assert ours.encode(text) == theirs.encode(text), (name, text)
+        big = "\n".join(texts) * 5
+        assert ours.encode(big) == theirs.encode(big), name
+
+
+def test_save_keeps_a_special_token_that_is_an_ordinary_token(tmp_path):
+    # A special token whose bytes are already a token keeps that token's id (spec 4): the
+    # model's vocabulary and the rank file must keep the token, which the merges use.
+    import tokenizers
+    v = {i: bytes([i]) for i in range(256)}
+    v[256], v[257] = b"ab", b" ab"
+    merges = [(b"a", b"b"), (b" ", b"ab")]
+    bpe_cffi.save(v, merges, tmp_path, ["ab", "a", EOT])
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    ours = Tokenizer.load(tmp_path)
+    assert ours.special_ids == {"ab": 256, "a": 97, EOT: 258}
+    for text in ["x ab ab", "aab b", f"a{EOT} ab"]:
+        assert ours.encode(text) == hf.encode(text).ids
+    ranks = files.load_tiktoken(tmp_path / "tokenizer.tiktoken")
+    assert ranks[256] == b"ab" and ranks[97] == b"a" and 258 not in ranks
+    Tokenizer.load(_only(tmp_path, "tokenizer.tiktoken", tmp_path))

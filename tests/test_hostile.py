@@ -265,6 +265,16 @@ def test_encoder_rejects_bad_ids_and_pieces():
     assert lib.bpe_encoder_new(bad_bytes, one(1), one(2), one(256), 1, 257, out) == lib.BPE_EINVAL
     assert lib.bpe_encoder_new(byte_ids, one(97), one(98), one(256), 1, 257, out) == lib.BPE_OK
     enc = out[0]
+    # Whole tokens: ids outside the vocabulary, offsets that go back, no offsets: refused, and
+    # the encoder keeps the whole tokens it had.
+    word = ffi.from_buffer("uint8_t[]", b"abab")
+    for offsets, whole_ids, count in (([0, 4], [257], 1), ([0, 4], [-1], 1), ([0, 3, 2], [5, 6], 2),
+                                      ([1, 4], [5], 1), ([0, 0], [5], -1)):
+        assert lib.bpe_encoder_set_whole_tokens(enc, word, i64(*offsets),
+                                                ffi.from_buffer("int32_t[]", np.array(
+                                                    whole_ids, np.int32)), count) == lib.BPE_EINVAL
+    assert lib.bpe_encoder_set_whole_tokens(enc, word, ffi.NULL, one(5), 1) == lib.BPE_EINVAL
+    assert lib.bpe_encoder_set_whole_tokens(ffi.NULL, word, i64(0, 4), one(5), 1) == lib.BPE_EINVAL
     ids = ffi.new("int32_t[]", 16)
     n = ffi.new("int64_t *")
     for scanner in (pretokenizer("gpt2").scanner, pretokenizer(r"\S+").scanner):
