@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__
 from .counting import count_words_arrays
-from .files import FILES, save
+from .files import FILES, check_regular_file, save
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -153,7 +153,7 @@ def cmd_decode(args) -> None:
     if args.out:
         refuse_overwriting([args.out], [args.ids] + _tokenizer_files(args.tokenizer))
     tok = Tokenizer.load(args.tokenizer)
-    with open(args.ids, "rb") as f:
+    with open(check_regular_file(args.ids, "a .npy of ids"), "rb") as f:
         if f.read(6) != b"\x93NUMPY":
             raise ValueError(f"{args.ids}: not a .npy file (expected the ids written by "
                              "bpe-cffi encode)")
@@ -182,6 +182,8 @@ def _text_output(path: str | None):
     if path:
         from .files import atomic_write
         return atomic_write(path)
+    if sys.stdout is None:  # started with standard output closed
+        raise ValueError("standard output is closed: give --out FILE")
     return contextlib.nullcontext(sys.stdout)
 
 
@@ -257,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--workers", type=int, default=None,
                    help="processes (default: one per core)")
     e.add_argument("--no-specials", action="store_true",
-                   help="encode special tokens' text as ordinary text, not as their ids")
+                   help="encode special tokens' text in the documents as ordinary text, not "
+                        "as their ids (the separator between documents stays one id)")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_encode)
 
@@ -293,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (| head): not an error worth a message
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (OSError, ValueError, MemoryError, OverflowError, UnicodeError) as e:
+    except (OSError, ValueError, MemoryError, OverflowError, UnicodeError, ImportError) as e:
+        # ImportError: an optional library a format or a URL needs, named in the message
         print(f"bpe-cffi: error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -39,9 +39,10 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     returns the number of ids. inputs: a path, a list of paths or globs; a plain text file is
     one document, a record of the other formats (documents.py) one document each.
     separator: "default" (<|endoftext|> when it is one of the tokenizer's special tokens,
-    else none), a str, or None. The ids are those of encoding the documents' texts joined by
-    the separator (encoded with the same allowed_special) when the separator is an allowed
-    special token."""
+    else none), a str, or None. The separator is encoded with every special token allowed,
+    so a special token stays one id between documents even when allowed_special makes the
+    documents' own special tokens text; each document is encoded on its own (nothing joins
+    across two)."""
     paths = resolve_inputs(inputs)  # each checked there
     output_path = os.fspath(output_path)
     refuse_overwriting([output_path], paths)
@@ -50,7 +51,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     if not isinstance(allowed_special, str):
         allowed_special = frozenset(allowed_special)
     dtype = np.dtype(tokenizer.dtype)
-    out = _IdsFile(dtype, _separator_ids(tokenizer, separator, allowed_special))
+    out = _IdsFile(dtype, _separator_ids(tokenizer, separator))
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)
     target = chunk_target(sum(file_size(p) for p in paths if p != STDIN), workers)
     with atomic_write(output_path, "wb") as f, contextlib.ExitStack() as stack, \
@@ -209,15 +210,16 @@ def _encode_documents(tokenizer, path: str, part, text_field: str, allowed_speci
         bar.update(sum(map(len, batch)))
 
 
-def _separator_ids(tokenizer, separator, allowed_special) -> list[int]:
-    """The ids written between two documents."""
+def _separator_ids(tokenizer, separator) -> list[int]:
+    """The ids written between two documents: the separator encoded with every special token
+    allowed (a document boundary, not text of the documents)."""
     if separator == "default":
         separator = DEFAULT_SEPARATOR if DEFAULT_SEPARATOR in tokenizer.special_ids else None
     if separator is None:
         return []
     if not isinstance(separator, str) or not separator:
         raise TypeError(f"separator must be a non-empty str or None, not {separator!r}")
-    return tokenizer.encode(separator, allowed_special=allowed_special)
+    return tokenizer.encode(separator)
 
 
 _worker_tokenizer = None  # in pool workers: the tokenizer, sent once at start

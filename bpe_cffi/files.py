@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import itertools
 import json
 import os
@@ -135,9 +136,12 @@ def strs_to_tokens(strs: list[str], where: str) -> list[bytes]:
 def atomic_write(path: str, mode: str = "w") -> Iterator:
     """Writes path whole or not at all: a temporary file in the same directory, then rename.
     The file gets the permissions the user's umask gives a new file (as open() would), not a
-    temporary file's private 0600."""
+    temporary file's private 0600. A symbolic link is written through, as open() would: its
+    target is replaced, not the link."""
     if not path:  # abspath would make it the working directory, written in its parent
         raise ValueError("the output path is empty")
+    if os.path.islink(path):
+        path = os.path.realpath(path)
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot write {path!r}: it is a directory")
     directory = os.path.dirname(os.path.abspath(path))
@@ -180,12 +184,20 @@ def check_regular_file(path: str, what: str) -> str:
 def save_gpt2(vocab: Vocab, merges: Merges, vocab_path: str, merges_path: str) -> None:
     """Writes GPT-2's vocab.json and merges.txt, each atomically."""
     with atomic_write(vocab_path) as f:
-        json.dump({token_to_str(t): i for i, t in sorted(vocab.items())}, f, ensure_ascii=False,
-                  indent=0)
+        _write_vocab_json(f, vocab)
     with atomic_write(merges_path) as f:
-        f.write("#version: 0.2\n")
-        for a, b in merges:
-            f.write(f"{token_to_str(a)} {token_to_str(b)}\n")
+        _write_merges_txt(f, merges)
+
+
+def _write_vocab_json(f, vocab: Vocab) -> None:
+    json.dump({token_to_str(t): i for i, t in sorted(vocab.items())}, f, ensure_ascii=False,
+              indent=0)
+
+
+def _write_merges_txt(f, merges: Merges) -> None:
+    f.write("#version: 0.2\n")
+    for a, b in merges:
+        f.write(f"{token_to_str(a)} {token_to_str(b)}\n")
 
 
 def _read_json(path: str):
@@ -449,11 +461,14 @@ def save_tiktoken(vocab: Vocab, path: str, special_tokens: Iterable[str] = (),
                   merges: Merges = ()) -> None:
     """Writes tiktoken's rank file (base64 token, rank), leaving out the special tokens that
     are only that (only_special)."""
-    only = only_special(vocab, merges, special_tokens)
     with atomic_write(path) as f:
-        for i, t in sorted(vocab.items()):
-            if t not in only:
-                f.write(f"{base64.b64encode(t).decode('ascii')} {i}\n")
+        _write_tiktoken(f, vocab, only_special(vocab, merges, special_tokens))
+
+
+def _write_tiktoken(f, vocab: Vocab, left_out: set[bytes]) -> None:
+    for i, t in sorted(vocab.items()):
+        if t not in left_out:
+            f.write(f"{base64.b64encode(t).decode('ascii')} {i}\n")
 
 
 def load_tiktoken(path) -> Vocab:
@@ -531,9 +546,10 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     """Writes the four formats into out_dir (created if needed); returns their paths. All is
     checked before a file is written: vocab, merges (pairs of bytes whose tokens, and the
     token each makes, are in vocab), special_tokens (a list of str) and the pattern. A
-    special token whose bytes are no token of vocab gets the next id, as Tokenizer gives it.
-    Each file appears whole or not at all, and an existing file is replaced only once its
-    successor is complete. ignore_merges: written into tokenizer.json (see Tokenizer)."""
+    special token whose bytes are no token of vocab gets the next id, as Tokenizer gives it;
+    a token listed twice is written once, with its lowest id. The four files are written
+    whole, then put in place together: an existing file is replaced only once all four
+    successors are complete. ignore_merges: written into tokenizer.json (see Tokenizer)."""
     specials = unique_specials(special_tokens)  # one str is refused: its characters are no tokens
     check_vocab(vocab)
     merges = list(merges)
@@ -544,18 +560,31 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
             if token not in tokens:
                 raise ValueError(f"merge {r} {what} the token {token!r}, which is not in the "
                                  "vocabulary")
-    vocab = dict(vocab)
-    add_special_ids(specials, vocab, {t: i for i, t in vocab.items()})
+    empty = sorted(i for i, t in vocab.items() if not t)
+    if empty:
+        raise ValueError(f"token {empty[0]} of the vocabulary has no bytes: no tokenizer file "
+                         "can hold it")
+    vocab, lowest = dict(vocab), {}
+    for i in sorted(vocab):
+        lowest.setdefault(vocab[i], i)
+    add_special_ids(specials, vocab, lowest)  # the ids Tokenizer gives them
+    # A byte string listed twice is written once, with its lowest id, the one encoding gives
+    # it (docs/spec.md 2.4): every format maps a token's bytes to one id.
+    vocab = {i: t for t, i in lowest.items()}
     document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges))
     out_dir = os.fspath(out_dir)
     if not out_dir:
         raise ValueError("the output directory is empty")
     os.makedirs(out_dir, exist_ok=True)
     paths = [os.path.join(out_dir, name) for name in FILES]
-    save_gpt2(vocab, merges, paths[0], paths[1])
-    with atomic_write(paths[2]) as f:
-        json.dump(document, f, ensure_ascii=False, indent=1)
-    save_tiktoken(vocab, paths[3], specials, merges)
+    # All four are written to temporary files before the first is renamed over its old
+    # version: a failure (a full disk) leaves the directory as it was, not half old, half new.
+    with contextlib.ExitStack() as stack:
+        vocab_f, merges_f, json_f, ranks_f = (stack.enter_context(atomic_write(p)) for p in paths)
+        _write_vocab_json(vocab_f, vocab)
+        _write_merges_txt(merges_f, merges)
+        json.dump(document, json_f, ensure_ascii=False, indent=1)
+        _write_tiktoken(ranks_f, vocab, only_special(vocab, merges, specials))
     return paths
 
 
@@ -576,6 +605,9 @@ def load_counts(path) -> dict[bytes, int]:
     """Reads a file written by save_counts."""
     import numpy as np
     path = check_regular_file(os.fspath(path), "a word-count .npz written by save_counts")
+    with open(path, "rb") as f:  # np.load reads a .npy or a pickle too, which are no .npz
+        if f.read(4) != b"PK\x03\x04":
+            raise ValueError(f"{path}: not a bpe_cffi word-count file (not an .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as z:
             if "bpe_cffi word counts 1" not in z["format"].tolist():

@@ -184,11 +184,27 @@ def resolve_pattern(pattern: str) -> str:
     """A family's name (a key of PATTERNS) becomes its pattern; a pattern string stays."""
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
-    return PATTERNS.get(pattern, pattern)
+    if pattern in PATTERNS:
+        return PATTERNS[pattern]
+    if not pattern:
+        raise ValueError("the pre-tokenization pattern is empty: it would match no text")
+    # A name mistyped would be a regex that matches only itself, and all other text would
+    # get no pre-token at all.
+    name = {n.lower().replace("-", "_"): n for n in PATTERNS}.get(
+        pattern.lower().replace("-", "_"))
+    if name is not None:
+        raise ValueError(f"{pattern!r} is no pattern name (did you mean {name!r}? names: "
+                         f"{', '.join(PATTERNS)})")
+    return pattern
 
 
 def compile_pattern(pattern: str) -> "regex.Pattern[str]":
     """The compiled regex, with a ValueError that names a bad pattern."""
+    try:
+        pattern.encode("utf-8")  # tokenizer.json holds it as UTF-8: no lone surrogate
+    except UnicodeEncodeError as e:
+        raise ValueError(f"invalid pre-tokenization pattern {pattern!r}: {e.reason} at "
+                         f"character {e.start} (not valid Unicode text)") from None
     try:
         return regex.compile(pattern)
     except regex.error as e:

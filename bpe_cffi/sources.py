@@ -102,9 +102,16 @@ def _local_path(path) -> str | None:
 
 def resolve_inputs(paths: PathsLike) -> list[str]:
     """One path, a list of paths, or glob patterns -> the list of files, in a stable order."""
-    items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
+    try:
+        items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
+    except TypeError:
+        raise TypeError(f"inputs must be a path or a list of paths, not "
+                        f"{type(paths).__name__}") from None
     files: list[str] = []
     for item in items:
+        if not isinstance(item, (str, bytes, os.PathLike)):
+            raise TypeError(f"an input path must be a str or path-like, not "
+                            f"{type(item).__name__}")
         p = os.fspath(item)
         if isinstance(p, bytes):
             p = os.fsdecode(p)

@@ -84,8 +84,10 @@ def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
     for a, b in zip(left.tolist(), right.tolist()):
         merges.append((vocab[a], vocab[b]))
         vocab[len(vocab)] = vocab[a] + vocab[b]
-    for s in specials:
-        vocab[len(vocab)] = s.encode("utf-8")
+    made = set(vocab.values())
+    for s in specials:  # one whose bytes are a token already keeps that token's id (spec 1.1)
+        if s.encode("utf-8") not in made:
+            vocab[len(vocab)] = s.encode("utf-8")
     if timing is not None:
         timing.update(merge=t_merged - t, output=time.perf_counter() - t_merged)
     return vocab, merges, n_wanted

@@ -84,7 +84,8 @@ def train_text(text: str, vocab_size: int, specials=(), pattern: str = GPT2_PATT
     for a, b in merges:
         vocab[len(vocab)] = a + b
     for s in specials:
-        vocab[len(vocab)] = s.encode("utf-8")
+        if s.encode("utf-8") not in vocab.values():
+            vocab[len(vocab)] = s.encode("utf-8")
     return vocab, merges
 
 

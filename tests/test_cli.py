@@ -52,6 +52,13 @@ def test_train_several_files_and_glob(tmp_path, capsys):
      "--separator must not be empty"),  # meant the default in silence
     (["train", "-", "-", "--vocab-size", "300", "--out", "x"], 1,
      "standard input ('-') is given more than once"),  # an empty second document
+    # A family's name mistyped was a regex that matched only itself: all other text dropped.
+    (["train", "--sample", "--vocab-size", "300", "--pattern", "O200K", "--out", "x"], 1,
+     "did you mean 'o200k'?"),
+    (["train", "--sample", "--vocab-size", "300", "--pattern", "", "--out", "x"], 1,
+     "pattern is empty"),
+    (["train", "--sample", "--vocab-size", "300", "--pattern", "\udcff", "--out", "x"], 1,
+     "not valid Unicode text"),  # once found only by save, after the training
 ])
 def test_user_errors(tmp_path, monkeypatch, capsys, argv, status, message):
     monkeypatch.chdir(tmp_path)
@@ -139,3 +146,40 @@ def test_decode_in_blocks_equals_decoding_at_once(tmp_path, monkeypatch, capsys,
     assert main(["decode", "--tokenizer", str(tmp_path / "bytes"),
                  str(tmp_path / "ids.npy")]) == 0
     assert capsys.readouterr().out == want
+
+
+def test_decode_refuses_a_fifo_and_a_closed_stdout(tmp_path, monkeypatch, capsys):
+    import os
+    tok = tmp_path / "t"
+    main(["train", "--sample", "--vocab-size", "300", "--out", str(tok), "--quiet"])
+    fifo = tmp_path / "ids.fifo"
+    os.mkfifo(fifo)  # read with no writer, it waited for ever
+    assert main(["decode", "--tokenizer", str(tok), str(fifo)]) == 1
+    assert "not a regular file" in capsys.readouterr().err
+    np.save(tmp_path / "ids.npy", np.array([104, 105], np.uint16))
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["decode", "--tokenizer", str(tok), str(tmp_path / "ids.npy")]) == 1
+    assert "standard output is closed" in capsys.readouterr().err
+
+
+def test_a_missing_optional_library_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "c.txt.zst").write_bytes(b"(\xb5/\xfd")  # zstandard's magic
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if it were not installed
+    assert main(["train", str(tmp_path / "c.txt.zst"), "--vocab-size", "300",
+                 "--out", str(tmp_path / "x"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "zstandard" in err and "Traceback" not in err
+
+
+def test_encode_no_specials_keeps_the_separator_one_id(tmp_path):
+    tok = tmp_path / "t"
+    main(["train", "--sample", "--vocab-size", "600", "--out", str(tok), "--quiet"])
+    (tmp_path / "a.txt").write_text("hello")
+    (tmp_path / "b.txt").write_text("world <|endoftext|> x")
+    out = tmp_path / "ids.npy"
+    assert main(["encode", "--tokenizer", str(tok), str(tmp_path / "a.txt"),
+                 str(tmp_path / "b.txt"), "--no-specials", "--out", str(out), "--quiet"]) == 0
+    t = bpe_cffi.Tokenizer.load(tok)
+    eot = t.special_ids["<|endoftext|>"]
+    assert np.load(out).tolist() == (t.encode("hello") + [eot]
+                                     + t.encode("world <|endoftext|> x", allowed_special=set()))

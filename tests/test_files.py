@@ -436,6 +436,14 @@ def test_many_files_to_one_array(trained, tmp_path, workers):
     assert np.load(out).tolist() == tok.encode("".join(texts))
     tok.encode_file(paths, out, num_workers=workers, separator="\n\n", allowed_special=set())
     assert np.load(out).tolist() == tok.encode("\n\n".join(texts), allowed_special=set())
+    # The documents' specials as text, the separator still the special's id: the boundaries
+    # stay apart from text that reads <|endoftext|>.
+    tok.encode_file(paths, out, num_workers=workers, allowed_special=set())
+    eot = tok.encode(EOT)
+    want = []
+    for k, text in enumerate(texts):
+        want += (eot if k else []) + tok.encode(text, allowed_special=set())
+    assert np.load(out).tolist() == want
     no_eot = Tokenizer(*trained)  # no <|endoftext|> special: nothing between files by default
     no_eot.encode_file(paths, out, num_workers=workers)
     assert np.load(out).tolist() == no_eot.encode("".join(texts))
@@ -636,3 +644,76 @@ def test_save_keeps_a_special_token_that_is_an_ordinary_token(tmp_path):
     ranks = files.load_tiktoken(tmp_path / "tokenizer.tiktoken")
     assert ranks[256] == b"ab" and ranks[97] == b"a" and 258 not in ranks
     Tokenizer.load(_only(tmp_path, "tokenizer.tiktoken", tmp_path))
+
+
+def test_a_failed_save_leaves_the_directory_as_it_was(trained, tmp_path, monkeypatch):
+    # Each file was atomic, but a failure after the first two (a full disk) left vocab.json
+    # and merges.txt new beside an old tokenizer.json and rank file.
+    vocab, merges = trained
+    bpe_cffi.save(vocab, merges, tmp_path, [EOT])
+    before = {name: (tmp_path / name).read_bytes() for name in files.FILES}
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(files, "_write_tiktoken", full_disk)
+    small = {i: t for i, t in vocab.items() if i < 300}
+    with pytest.raises(OSError, match="No space left"):
+        bpe_cffi.save(small, merges[:44], tmp_path, [EOT])
+    assert {name: (tmp_path / name).read_bytes() for name in files.FILES} == before
+    assert sorted(os.listdir(tmp_path)) == sorted(files.FILES)  # no temporary file left
+
+
+def test_save_writes_a_token_listed_twice_once(tmp_path):
+    # Every format maps a token's bytes to one id: the lowest, which encoding gives (spec
+    # 2.4). vocab.json took the last, and the rank file listed both, which no loader takes.
+    import tokenizers
+    v = {i: bytes([i]) for i in range(256)}
+    v[256], v[257], v[258] = b"ab", b"cd", b"ab"
+    merges = [(b"a", b"b"), (b"c", b"d")]
+    tok = Tokenizer(v, merges, [EOT])
+    assert tok.encode("abcd ab") == [256, 257, 32, 256]
+    tok.save(tmp_path)
+    ranks = files.load_tiktoken(tmp_path / "tokenizer.tiktoken")
+    assert ranks[256] == b"ab" and 258 not in ranks
+    gpt2 = _only(tmp_path, "vocab.json", tmp_path)
+    (tmp_path / gpt2 / "merges.txt").write_bytes((tmp_path / "merges.txt").read_bytes())
+    for directory in (tmp_path, _only(tmp_path, "tokenizer.tiktoken", tmp_path), gpt2):
+        assert Tokenizer.load(directory).encode("abcd ab") == [256, 257, 32, 256]
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert hf.encode("abcd ab").ids == [256, 257, 32, 256]
+    with pytest.raises(ValueError, match="token 259 of the vocabulary has no bytes"):
+        bpe_cffi.save({**v, 259: b""}, merges, tmp_path / "empty")
+
+
+def test_training_gives_a_special_token_that_is_a_token_no_second_id(tmp_path):
+    # spec 1.1: the special "a" keeps the byte's id, so every file can hold the vocabulary;
+    # it was a second id, which tokenizers then used for every "a" of the text.
+    import tokenizers
+    vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 300, ["a", EOT])
+    assert sorted(t for t in vocab.values()).count(b"a") == 1
+    assert max(vocab) == 298 and vocab[298] == EOT.encode()
+    tok = Tokenizer(vocab, merges, ["a", EOT])
+    assert tok.special_ids == {"a": 97, EOT: 298}
+    tok.save(tmp_path)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text in ["banana", f"a{EOT}b a"]:
+        assert hf.encode(text).ids == tok.encode(text) == Tokenizer.load(tmp_path).encode(text)
+
+
+def test_an_output_that_is_a_symlink_is_written_through(tmp_path):
+    target = tmp_path / "real.npy"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.npy"
+    link.symlink_to(target)
+    with files.atomic_write(str(link), "wb") as f:
+        f.write(b"new")
+    assert link.is_symlink() and target.read_bytes() == b"new"
+
+
+def test_inputs_of_the_wrong_type_say_so(tmp_path):
+    for bad, message in ((5, "not int"), (3.5, "not float"), ([1], "must be a str or path-like")):
+        with pytest.raises(TypeError, match=message):
+            bpe_cffi.count_words(bad)
+    np.save(tmp_path / "ids.npy", np.arange(5))
+    with pytest.raises(ValueError, match="not an .npz archive"):
+        bpe_cffi.load_counts(tmp_path / "ids.npy")
