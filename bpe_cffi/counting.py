@@ -15,7 +15,7 @@ from typing import Iterable
 
 from .chunking import Edges, chunk_target, plan_file
 from .counter import Arrays, WordCounter
-from .documents import documents, jsonl_blocks, kind_of, parts
+from .documents import documents, jsonl_blocks, jsonl_lines_named, kind_of, parts
 from .patterns import GPT2_PATTERN, pretokenizer
 from .pool import process_pool, spill_directory, take_spilled_arrays
 from .progress import progress_bar
@@ -130,16 +130,17 @@ def _count_documents(paths: list[str], special_tokens: Iterable[str], pattern: s
     target = chunk_target(sum(file_size(p) for p in files), workers)
     file_parts = [part for p in files for part in parts(p, target)]
     here = paths if workers == 1 or len(file_parts) <= 1 else [p for p in paths if p == STDIN]
-    if len(here) < len(paths):
-        count_parts(file_parts, text_field, special_tokens, pattern, workers, progress, total,
-                    stats)
-    if workers > 1:  # a compressed JSON lines file: its reader only decompresses
-        for path in [p for p in here if kind_of(p) == "jsonl"]:
-            more, more_stats = count_iterator(
-                jsonl_blocks(path, JSONL_BLOCK_CHARS), special_tokens, pattern=pattern,
-                num_workers=workers, progress=progress, json_lines=(path, text_field))
-            _take(more, more_stats, total, stats)
-        here = [p for p in here if kind_of(p) != "jsonl"]
+    with jsonl_lines_named(files, text_field):  # blocks of lines parsed by other processes
+        if len(here) < len(paths):
+            count_parts(file_parts, text_field, special_tokens, pattern, workers, progress,
+                        total, stats)
+        if workers > 1:  # a compressed JSON lines file: its reader only decompresses
+            for path in [p for p in here if kind_of(p) == "jsonl"]:
+                more, more_stats = count_iterator(
+                    jsonl_blocks(path, JSONL_BLOCK_CHARS), special_tokens, pattern=pattern,
+                    num_workers=workers, progress=progress, json_lines=(path, text_field))
+                _take(more, more_stats, total, stats)
+    here = [p for p in here if workers == 1 or kind_of(p) != "jsonl"]
     if here:
         specials = tuple(unique_specials(special_tokens))
         edges = Edges([s.encode("utf-8") for s in specials], pretokenizer(pattern).edges, str)

@@ -18,6 +18,7 @@ import gzip
 import io
 import json
 import os
+import re
 import sys
 import zlib
 from typing import Iterator
@@ -34,6 +35,9 @@ except ImportError:
 _BLOCK = 1 << 20  # characters read at a time from a text stream
 _PARQUET_BATCH = 1024  # records read at a time from a Parquet file
 _JSON = json.JSONDecoder()  # .decode: the one JSON value a str holds, else JSONDecodeError
+# JSON may escape half of a UTF-16 surrogate pair alone ("\ud800"), which decodes to a str
+# that is no Unicode text (it cannot be UTF-8).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def kind_of(path: str) -> str:
@@ -122,6 +126,34 @@ def jsonl_blocks(path: str, size: int) -> Iterator[bytes]:
             yield block + f.readline()  # to the end of the line
 
 
+class BlockOfLinesError(ValueError):
+    """A bad record in a block of JSON lines parsed apart from its file: its line counts from
+    the block's first line. The file's reader finds the line in the file (locate_jsonl_error)."""
+
+
+def locate_jsonl_error(path: str, text_field: str) -> None:
+    """Reads the JSON lines file path from its start and raises the ValueError of its first bad
+    record, with its line in the file; returns if there is none (the file changed)."""
+    with _open_text(path) as f, _reading(path, "jsonl"):
+        for _ in _jsonl_documents(f, path, text_field):
+            pass
+
+
+@contextlib.contextmanager
+def jsonl_lines_named(paths: list[str], text_field: str) -> Iterator[None]:
+    """A BlockOfLinesError raised within, from one of paths, as the error of that file's bad
+    line, numbered in the file: other processes parse blocks of its lines without knowing
+    where they begin, so on an error the file is read again from its start. So for a
+    UnicodeError: a record's text with a lone surrogate fails only once it is made UTF-8."""
+    try:
+        yield
+    except (BlockOfLinesError, UnicodeError):
+        for path in paths:
+            if path != STDIN and kind_of(path) == "jsonl":
+                locate_jsonl_error(path, text_field)
+        raise
+
+
 def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> list[str]:
     """The documents of a block of whole JSON lines from where (str, or UTF-8 bytes); an
     error's line number counts from the block's first line. The lines are parsed by a map
@@ -133,8 +165,8 @@ def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> li
             block = block.decode("utf-8")
         except UnicodeDecodeError as e:
             line = block.count(b"\n", 0, e.start) + 1
-            raise ValueError(f"{where} (a block of lines):{line}: not valid UTF-8 "
-                             f"({e.reason})") from None
+            raise BlockOfLinesError(f"{where} (a block of lines):{line}: not valid UTF-8 "
+                                    f"({e.reason})") from None
     lines = [line for line in block.split("\n") if line.strip()]
     try:
         records = list(map(_JSON.decode, lines))
@@ -144,8 +176,11 @@ def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> li
         texts = [r.get(text_field) if isinstance(r, dict) else None for r in records]
         if all(isinstance(t, str) for t in texts):
             return texts
-    return list(_jsonl_documents(io.StringIO(block, newline="\n"),
-                                 f"{where} (a block of lines)", text_field))
+    try:
+        return list(_jsonl_documents(io.StringIO(block, newline="\n"),
+                                     f"{where} (a block of lines)", text_field))
+    except ValueError as e:
+        raise BlockOfLinesError(str(e)) from None
 
 
 @contextlib.contextmanager
@@ -319,6 +354,10 @@ def _jsonl_documents(f, path: str, text_field: str) -> Iterator[str]:
         except RecursionError:
             raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
         text = record.get(text_field) if isinstance(record, dict) else None
+        if isinstance(text, str) and ("\\ud" in line or "\\uD" in line) and \
+                _LONE_SURROGATE.search(text):
+            raise ValueError(f"{path}:{lineno}: the record's text holds a lone surrogate "
+                             "(a \\uD800-\\uDFFF escape not in a pair), which is no Unicode text")
         if text is not None and not isinstance(text, str):
             raise ValueError(f"{path}:{lineno}: the record's text field {text_field!r} holds "
                              f"{text!r}, not a str")

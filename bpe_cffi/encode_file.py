@@ -18,7 +18,7 @@ import numpy as np
 
 from .chunking import Edges, chunk_target, plan_file
 from .counting import resolve_workers
-from .documents import documents, kind_of, parts
+from .documents import documents, jsonl_lines_named, kind_of, parts
 from .files import atomic_write
 from .iterator_counting import batches
 from .pool import process_pool, small_errors, spill_directory
@@ -55,7 +55,8 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)
     target = chunk_target(sum(file_size(p) for p in paths if p != STDIN), workers)
     with atomic_write(output_path, "wb") as f, contextlib.ExitStack() as stack, \
-            progress_bar(progress, total=None, unit="B", unit_scale=True, desc="encode") as bar:
+            progress_bar(progress, total=None, unit="B", unit_scale=True, desc="encode") as bar, \
+            jsonl_lines_named(paths, text_field):
         out.start(f)
         if workers == 1:
             for path in paths:

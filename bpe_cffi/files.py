@@ -212,6 +212,8 @@ def _read_json(path: str):
         raise ValueError(f"{path}: not UTF-8 at byte offset {e.start}") from None
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply") from None
+    except ValueError as e:  # an int of more digits than the interpreter converts
+        raise ValueError(f"{path}: {e}") from None
 
 
 def _check_ids(pairs: Iterable[tuple[str, object]], path: str) -> None:

@@ -717,3 +717,41 @@ def test_inputs_of_the_wrong_type_say_so(tmp_path):
     np.save(tmp_path / "ids.npy", np.arange(5))
     with pytest.raises(ValueError, match="not an .npz archive"):
         bpe_cffi.load_counts(tmp_path / "ids.npy")
+
+
+@pytest.mark.parametrize("case, where, message", [
+    ("a merge naming no token", "tokenizer.json", "merge 1 names the token b'(zz|qq)'"),
+    ("a bad Split regex", "tokenizer.json", "invalid pre-tokenization pattern"),
+    ("an id of 5000 digits", "tokenizer.json", "digits"),
+    ("a merges.txt line naming no token", "merges.txt", "merge 4 names the token b'(zz|qq)'"),
+])
+def test_errors_about_a_files_contents_name_the_file(saved, case, where, message):
+    if case == "a merges.txt line naming no token":
+        (saved / "tokenizer.json").unlink()
+        lines = (saved / "merges.txt").read_text(encoding="utf-8").split("\n")
+        lines[5] = "zz qq"
+        (saved / "merges.txt").write_text("\n".join(lines), encoding="utf-8")
+    elif case == "an id of 5000 digits":
+        path = saved / "tokenizer.json"
+        path.write_text(path.read_text(encoding="utf-8").replace(
+            '"id": 1499', '"id": ' + "9" * 5000, 1), encoding="utf-8")
+    else:
+        def edit(doc):
+            if case == "a merge naming no token":
+                doc["model"]["merges"][1] = "zz qq"
+            else:
+                doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+                    {"type": "Split", "pattern": {"Regex": "(("}, "behavior": "Isolated",
+                     "invert": False},
+                    {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
+        _edited(saved, edit)
+    with pytest.raises(ValueError, match=f"{where}: .*{message}"):
+        Tokenizer.load(saved)
+
+
+def test_a_broken_link_to_tokenizer_json_is_an_error(saved):
+    # It read the vocab.json beside it instead: no specials, GPT-2's pattern, in silence.
+    (saved / "tokenizer.json").unlink()
+    (saved / "tokenizer.json").symlink_to(saved / "elsewhere.json")
+    with pytest.raises(FileNotFoundError, match="tokenizer.json"):
+        Tokenizer.load(saved)

@@ -86,7 +86,7 @@ def test_mixed_inputs_in_order(corpus, tok, tmp_path):
 
 
 def test_text_field_errors_name_the_file(corpus, tmp_path):
-    with pytest.raises(ValueError, match=r"docs.jsonl( \(a block of lines\))?:1: the record "
+    with pytest.raises(ValueError, match=r"docs.jsonl:1: the record "
                                          "has no text field 'body'"):
         bpe_cffi.count_words(corpus["jsonl"], text_field="body")
     with pytest.raises(ValueError, match=r"no column 'body' \(columns: id, text"):
@@ -94,12 +94,12 @@ def test_text_field_errors_name_the_file(corpus, tmp_path):
     assert bpe_cffi.count_words(corpus["jsonl"], [EOT], text_field="text")
     not_text = tmp_path / "not_text.jsonl"
     not_text.write_text('{"text": "ok"}\n{"text": 5}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"not_text.jsonl( \(a block of lines\))?:2: the "
+    with pytest.raises(ValueError, match=r"not_text.jsonl:2: the "
                                          "record's text field 'text' holds 5, not a str"):
         bpe_cffi.count_words(not_text)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{"text": \n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bad.jsonl( \(a block of lines\))?:2: not valid JSON"):
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid JSON"):
         bpe_cffi.count_words(bad)
     broken = tmp_path / "broken.txt.gz"
     broken.write_bytes(b"not gzip at all")
@@ -223,8 +223,8 @@ def test_compressed_json_lines_parsed_by_the_workers(corpus, tmp_path, monkeypat
     bad = tmp_path / "bad.jsonl.gz"
     with gzip.open(bad, "wt", encoding="utf-8") as f:
         f.write('{"text": "fine"}\n' * 1000 + '{"body": "no text"}\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl.gz \(a block of lines\):\d+: the record "
-                                         "has no text field 'text'"):
+    with pytest.raises(ValueError, match=r"bad.jsonl.gz:1001: the record has no text field "
+                                         "'text'"):  # its line in the file, not in a block
         bpe_cffi.count_words(bad, num_workers=2)
 
 
@@ -249,7 +249,7 @@ def test_json_lines_end_at_line_feeds_for_every_worker_count(tmp_path, fmt):
 @pytest.mark.parametrize("fmt", ["txt.gz", "txt.zst", "jsonl", "jsonl.gz"])
 def test_text_not_utf8_is_placed(tmp_path, monkeypatch, fmt):
     # Text that is not UTF-8 is named with where it fails: the byte offset and line of a
-    # stream's text (read again to find them), the line in a block of JSON lines.
+    # file's text (read again to find them).
     from bpe_cffi import counting
     monkeypatch.setattr(counting, "JSONL_BLOCK_CHARS", 1 << 12)
     line = b'{"text": "fine \xc3\xa9"}\n' if fmt.startswith("jsonl") else "fine é\n".encode()
@@ -259,15 +259,38 @@ def test_text_not_utf8_is_placed(tmp_path, monkeypatch, fmt):
     path = tmp_path / f"bad.{fmt}"
     path.write_bytes(pack(data))
     offset = len(line) * 5000 + line.index(b"\xc3")
-    with pytest.raises(ValueError, match=rf"bad.{fmt} is not valid UTF-8: byte offset "
-                                         rf"{offset} of its text, line 5001 "):
-        bpe_cffi.count_words(path, num_workers=1)
-    if fmt.startswith("jsonl"):  # in blocks of lines, the line counts from the block's first
-        with pytest.raises(ValueError, match=rf"bad.{fmt}.*\(a block of lines\):\d+: not "
-                                             "valid UTF-8"):
-            bpe_cffi.count_words(path, num_workers=2)
+    # In blocks of lines parsed by other processes too: the file is read again to place it.
+    for workers in (1, 2) if fmt.startswith("jsonl") else (1,):
+        with pytest.raises(ValueError, match=rf"bad.{fmt} is not valid UTF-8: byte offset "
+                                             rf"{offset} of its text, line 5001 "):
+            bpe_cffi.count_words(path, num_workers=workers)
     cut = tmp_path / f"cut.{fmt}"  # a character cut short at the end
     cut.write_bytes(pack(data[:len(line) * 2] + b"\xc3"))
     with pytest.raises(ValueError, match=rf"byte offset {len(line) * 2} of its text, at its "
                                          "end"):
         bpe_cffi.count_words(cut, num_workers=1)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("name, bad, message", [
+    ("broken.jsonl", '{"text": broken', "not valid JSON"),
+    ("broken.jsonl.gz", '{"text": broken', "not valid JSON"),
+    ("surrogate.jsonl", '{"text": "a\\ud800b"}', "lone surrogate"),
+    ("surrogate.jsonl.gz", '{"text": "a\\udc00b"}', "lone surrogate"),
+])
+def test_a_bad_record_is_named_by_its_line_in_the_file(tmp_path, workers, name, bad, message):
+    # Blocks of lines parsed by other processes named the line within the block; a lone
+    # surrogate escaped in a record failed later, as UTF-8, with no file named.
+    lines = [json.dumps({"text": f"record {i} " * 30}) for i in range(60_000)]
+    lines[50_000] = bad
+    path = tmp_path / name
+    data = ("\n".join(lines) + "\n").encode()
+    path.write_bytes(gzip.compress(data, 1) if name.endswith(".gz") else data)
+    with pytest.raises(ValueError, match=f"{name}:50001: .*{message}"):
+        bpe_cffi.count_words(str(path), num_workers=workers)
+    tok = bpe_cffi.Tokenizer(*bpe_cffi.train_bpe(bpe_cffi.sample_path(), 300))
+    with pytest.raises(ValueError, match=f"{name}:50001: .*{message}"):
+        tok.encode_file(str(path), str(tmp_path / "ids.npy"), num_workers=workers)
+    escaped_pair = tmp_path / "pair.jsonl"  # a pair, and an escaped backslash: both fine
+    escaped_pair.write_text(json.dumps({"text": "\U0001F600 \\ud800"}) + "\n")
+    assert bpe_cffi.count_words(str(escaped_pair), num_workers=workers)[b"ud"] == 1
