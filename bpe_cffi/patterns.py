@@ -180,6 +180,18 @@ def _known_patterns() -> dict[str, Family]:
 _KNOWN = _known_patterns()
 
 
+def _name_key(name: str) -> str:
+    """A name as _NEAR_NAMES knows it: lower case, without spaces, - and _."""
+    return "".join(c for c in name.lower() if c not in " -_\t\n")
+
+
+# Names a user may mean, to the pattern name to suggest: each name's own spellings, and the
+# names of tiktoken's encodings.
+_NEAR_NAMES = {**{_name_key(n): n for n in PATTERNS},
+               "cl100kbase": "cl100k_tiktoken", "o200kbase": "o200k",
+               "r50kbase": "gpt2_tiktoken", "p50kbase": "gpt2_tiktoken"}
+
+
 def resolve_pattern(pattern: str) -> str:
     """A family's name (a key of PATTERNS) becomes its pattern; a pattern string stays."""
     if not isinstance(pattern, str):
@@ -190,8 +202,7 @@ def resolve_pattern(pattern: str) -> str:
         raise ValueError("the pre-tokenization pattern is empty: it would match no text")
     # A name mistyped would be a regex that matches only itself, and all other text would
     # get no pre-token at all.
-    name = {n.lower().replace("-", "_"): n for n in PATTERNS}.get(
-        pattern.lower().replace("-", "_"))
+    name = _NEAR_NAMES.get(_name_key(pattern))
     if name is not None:
         raise ValueError(f"{pattern!r} is no pattern name (did you mean {name!r}? names: "
                          f"{', '.join(PATTERNS)})")

@@ -57,6 +57,10 @@ def test_train_several_files_and_glob(tmp_path, capsys):
      "did you mean 'o200k'?"),
     (["train", "--sample", "--vocab-size", "300", "--pattern", "", "--out", "x"], 1,
      "pattern is empty"),
+    (["train", "--sample", "--vocab-size", "300", "--pattern", "cl100k_base", "--out", "x"], 1,
+     "did you mean 'cl100k_tiktoken'?"),  # tiktoken's name of the encoding
+    (["train", "--sample", "--vocab-size", "300", "--pattern", "gpt-2", "--out", "x"], 1,
+     "did you mean 'gpt2'?"),
     (["train", "--sample", "--vocab-size", "300", "--pattern", "\udcff", "--out", "x"], 1,
      "not valid Unicode text"),  # once found only by save, after the training
 ])
