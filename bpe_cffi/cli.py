@@ -133,6 +133,11 @@ def cmd_encode(args) -> None:
     """bpe-cffi encode: corpus files to one .npy of ids."""
     if args.separator == "":  # encode_file refuses it too: "" is no separator
         raise UsageError("--separator must not be empty (--no-separator writes none)")
+    if args.separator is not None and args.no_separator:
+        raise UsageError("give --separator or --no-separator, not both")
+    if args.out == "-":
+        raise UsageError("--out must name a .npy file (the ids are not written to standard "
+                         "output)")
     refuse_overwriting([args.out], _tokenizer_files(args.tokenizer))  # encode_file: the inputs
     tok = Tokenizer.load(args.tokenizer)
     _note_if_regex(tok.pattern)

@@ -44,7 +44,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     documents' own special tokens text; each document is encoded on its own (nothing joins
     across two)."""
     paths = resolve_inputs(inputs)  # each checked there
-    output_path = os.fspath(output_path)
+    output_path = os.fsdecode(os.fspath(output_path))  # a bytes path too
     refuse_overwriting([output_path], paths)
     workers = resolve_workers(num_workers)
     specials = tokenizer._encoder_for(allowed_special).specials  # checks allowed_special

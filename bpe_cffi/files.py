@@ -574,9 +574,11 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     # it (docs/spec.md 2.4): every format maps a token's bytes to one id.
     vocab = {i: t for t, i in lowest.items()}
     document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges))
-    out_dir = os.fspath(out_dir)
+    out_dir = os.fsdecode(os.fspath(out_dir))  # a bytes path too
     if not out_dir:
         raise ValueError("the output directory is empty")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise FileExistsError(f"cannot save into {out_dir!r}: it is a file, not a directory")
     os.makedirs(out_dir, exist_ok=True)
     paths = [os.path.join(out_dir, name) for name in FILES]
     # All four are written to temporary files before the first is renamed over its old

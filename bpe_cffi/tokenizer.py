@@ -135,6 +135,9 @@ class Tokenizer:
         present (it holds the specials and the pattern), else vocab.json + merges.txt, else
         tokenizer.tiktoken. num_threads, cache_bytes: as for the constructor."""
         d = os.fsdecode(os.fspath(directory))  # a bytes path too
+        if os.path.exists(d) and not os.path.isdir(d):
+            raise NotADirectoryError(f"{d!r} is a file, not a tokenizer directory (written by "
+                                     "save or bpe-cffi train)")
         if not os.path.isdir(d):
             raise FileNotFoundError(f"no such tokenizer directory: {d!r}")
         resolve_workers(num_threads, "num_threads")  # checked here, so that an error from

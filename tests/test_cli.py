@@ -1,4 +1,5 @@
 """The bpe-cffi command line: happy paths and user errors (exit status, one line, no trace)."""
+import os
 import subprocess
 import sys
 
@@ -61,6 +62,9 @@ def test_train_several_files_and_glob(tmp_path, capsys):
      "did you mean 'cl100k_tiktoken'?"),  # tiktoken's name of the encoding
     (["train", "--sample", "--vocab-size", "300", "--pattern", "gpt-2", "--out", "x"], 1,
      "did you mean 'gpt2'?"),
+    (["encode", "in.txt", "--tokenizer", "t", "--out", "o.npy", "--separator", "X",
+      "--no-separator"], 2, "not both"),  # one was dropped in silence
+    (["encode", "in.txt", "--tokenizer", "t", "--out", "-"], 2, "--out must name a .npy"),
     (["train", "--sample", "--vocab-size", "300", "--pattern", "\udcff", "--out", "x"], 1,
      "not valid Unicode text"),  # once found only by save, after the training
 ])
@@ -187,3 +191,15 @@ def test_encode_no_specials_keeps_the_separator_one_id(tmp_path):
     eot = t.special_ids["<|endoftext|>"]
     assert np.load(out).tolist() == (t.encode("hello") + [eot]
                                      + t.encode("world <|endoftext|> x", allowed_special=set()))
+
+
+def test_a_file_where_a_tokenizer_directory_belongs(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("hello")
+    assert main(["info", str(tmp_path / "notes.txt")]) == 1
+    assert "is a file, not a tokenizer directory" in capsys.readouterr().err
+    vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 300)
+    with pytest.raises(FileExistsError, match="it is a file, not a directory"):
+        bpe_cffi.save(vocab, merges, tmp_path / "notes.txt")
+    tok = bpe_cffi.Tokenizer(vocab, merges)
+    out = os.fsencode(tmp_path / "ids.npy")  # a bytes path, as os functions take
+    assert tok.encode_file(str(tmp_path / "notes.txt"), out) == len(tok.encode("hello"))
