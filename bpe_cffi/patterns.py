@@ -9,8 +9,11 @@ family: see csrc/units.h.
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import os
 from dataclasses import dataclass
+from typing import Iterable, Iterator
 
 import numpy as np
 import regex
@@ -222,6 +225,9 @@ def compile_pattern(pattern: str) -> "regex.Pattern[str]":
         raise ValueError(f"invalid pre-tokenization pattern {pattern!r}: {e}") from None
 
 
+_GROUP = operator.methodcaller("group")  # a match's text
+
+
 class Pretokenizer:
     """How a pattern turns text into pre-tokens: its family's C scanner when the pattern is a
     family's (`family`), else the regex (`family` None; the C side then takes each pre-token
@@ -239,6 +245,27 @@ class Pretokenizer:
         if self.regex.groups == 0:
             return self.regex.findall(text)
         return [m.group() for m in self.regex.finditer(text)]
+
+    def pre_token_batches(self, pieces: Iterable[str], size: int) -> Iterator[list[str]]:
+        """The pre-tokens of pieces of text by the regex, in order, in lists of about size
+        (a piece longer than size characters is matched lazily, a size of matches at a time,
+        so that its list of pre-tokens is never whole in memory)."""
+        batch: list[str] = []
+        for piece in pieces:
+            if len(piece) <= size:
+                batch += self.pre_tokens(piece)
+            else:
+                matches = map(_GROUP, self.regex.finditer(piece))
+                while part := list(itertools.islice(matches, size)):
+                    batch += part
+                    if len(batch) >= size:
+                        yield batch
+                        batch = []
+            if len(batch) >= size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
     @property
     def name(self) -> str:

@@ -9,6 +9,7 @@ a Dask task (dask_executor.py) tallies one range.
 from __future__ import annotations
 
 import time
+from typing import Iterable
 
 import numpy as np
 
@@ -17,6 +18,8 @@ from .patterns import pretokenizer
 from .pool import small_errors, spill_arrays
 from .sources import decode_range, read_range_bytes
 from .specials import SpecialTokens
+
+_REGEX_BATCH = 1 << 20  # pre-tokens a pattern without a scanner finds, counted at once
 
 # A range task: (path, start, end, pattern, special tokens)
 Task = tuple[str, int, int, str, tuple[str, ...]]
@@ -42,11 +45,9 @@ class Tally:
             if not self.units.add_units(self.pretokenizer.scanner, data, starts, ends):
                 decode_range(data, path, start)  # raises, naming the offset
         else:
-            text, split = decode_range(data, path, start), self.pretokenizer.pre_tokens
-            tokens = [t for piece, is_special in self.specials.split(text) if not is_special
-                      for t in split(piece)]
-            blob, offsets = utf8_offsets(tokens)
-            self.units.add_units(self.pretokenizer.scanner, blob, offsets[:-1], offsets[1:])
+            text = decode_range(data, path, start)
+            self._add_pre_tokens(piece for piece, is_special in self.specials.split(text)
+                                 if not is_special)
         self.read_s += t1 - t0
         self.tok_s += time.perf_counter() - t1
         self.n_bytes += end - start
@@ -60,13 +61,19 @@ class Tally:
             self.units.add_units(self.pretokenizer.scanner, data, starts, ends)
             self.n_bytes += len(data)
         else:
-            split = self.pretokenizer.pre_tokens
-            tokens = [t for d in docs for piece, is_special in self.specials.split(d)
-                      if not is_special for t in split(piece)]
-            blob, offsets = utf8_offsets(tokens)
-            self.units.add_units(self.pretokenizer.scanner, blob, offsets[:-1], offsets[1:])
+            self._add_pre_tokens(piece for d in docs
+                                 for piece, is_special in self.specials.split(d)
+                                 if not is_special)
             self.n_bytes += sum(len(d.encode("utf-8")) for d in docs)
         self.tok_s += time.perf_counter() - t
+
+    def _add_pre_tokens(self, pieces: Iterable[str]) -> None:
+        """Counts the pre-tokens the regex finds in pieces of text, each its own unit, in
+        batches of at most _REGEX_BATCH: a list of a range's pre-tokens took ~25 times its
+        text's bytes (a 110 MB file with no special token: 2.8 GB)."""
+        for tokens in self.pretokenizer.pre_token_batches(pieces, _REGEX_BATCH):
+            blob, offsets = utf8_offsets(tokens)
+            self.units.add_units(self.pretokenizer.scanner, blob, offsets[:-1], offsets[1:])
 
     def finish_counter(self) -> tuple[WordCounter, int, float, float]:
         """(the pre-token counts in a C counter, bytes done, seconds reading, seconds

@@ -167,3 +167,27 @@ def test_special_tokens_as_an_iterator(tmp_path):
     want = {b"a": 1, b"b": 1, b"c": 1, b"d": 1}
     for workers in (1, 2):
         assert bpe_cffi.count_words([plain, path], iter([EOT]), num_workers=workers) == want
+
+
+@pytest.mark.parametrize("size", [1, 3, 50, 1 << 20])
+def test_regex_pre_tokens_in_batches(tmp_path, monkeypatch, size):
+    # A pattern without a scanner once listed all of a range's pre-tokens at once (~25 times
+    # its text's bytes); they are counted in batches, a long piece matched lazily.
+    from bpe_cffi import tally
+    from bpe_cffi.patterns import pretokenizer
+    pattern = r"\w+|\s+|[^\w\s]+|(x)y"  # a group: each pre-token is the whole match
+    pre = pretokenizer(pattern)
+    pieces = ["Hello, world  xy!\n", "", "a" * 70 + " b c " * 20, "xyz  \t"]
+    batches = list(pre.pre_token_batches(pieces, size))
+    assert [t for b in batches for t in b] == [t for p in pieces for t in pre.pre_tokens(p)]
+    assert all(len(b) < 2 * size + max(map(len, pieces)) for b in batches)
+    path = tmp_path / "c.txt"
+    path.write_text("<|endoftext|>".join(pieces) * 30, encoding="utf-8")
+    want = bpe_cffi.count_words(path, ["<|endoftext|>"], pattern=pattern, num_workers=1)
+    monkeypatch.setattr(tally, "_REGEX_BATCH", size)
+    for special in (["<|endoftext|>"], []):
+        got = bpe_cffi.count_words(path, special, pattern=pattern, num_workers=1)
+        if special:
+            assert got == want
+        else:
+            assert got == reference.word_counts(path.read_text(encoding="utf-8"), (), pattern)
