@@ -31,6 +31,14 @@ rng = random.Random(0)
 long_words = " ".join(["a" * 2001, "".join(rng.choice("etaoinshr") for _ in range(3000)),
                        "the" * 700])
 assert tok.decode(tok.encode_to_numpy(long_words)) == long_words
+# Every token whole (ignore_merges: bpe_encoder_set_whole_tokens), a token of 300 bytes among
+# them, and a tiktoken rank file's merges: every split of a token into two tokens.
+whole = dict(vocab)
+whole[max(whole) + 1] = b" " + b"q" * 299
+tok_whole = bpe_cffi.Tokenizer(whole, bpe_cffi.files.merges_from_ranks(whole), ["<|endoftext|>"],
+                               ignore_merges=True)
+assert tok_whole.encode(" " + "q" * 299) == [max(whole)]
+assert tok_whole.decode(tok_whole.encode(text)) == text
 # Texts of 40 000 distinct words: the units' hash tables grow past 4 MB of slots; through the
 # cache (the large one's shards move from their small regions to their large ones, past 1 024
 # entries each; a small one fills its shards to their bound, and they hold there), and by
