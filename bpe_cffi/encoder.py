@@ -77,8 +77,8 @@ class Encoder:
                           merged: np.ndarray) -> None:
         """tiktoken's rule (and tokenizers' ignore_merges): a pre-token whose bytes are a token
         is that token, whatever the merges make of its bytes. Every token counts but a special
-        token that is only that (neither a byte nor a merge's result): tiktoken keeps those
-        apart from its ranks."""
+        token that is only that (neither a byte nor a merge's result, as files.only_special
+        tells them by their bytes): tiktoken keeps those apart from its ranks."""
         special_only = set(specials.ids.values()) - set(merged.tolist()) \
             - set(self._byte_ids.tolist())
         tokens = [t for t, i in token_to_id.items() if i not in special_only]

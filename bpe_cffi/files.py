@@ -285,12 +285,11 @@ def _merges_lines(lines: list[str], lineno: int, path: str) -> MergeParts:
 
 # ---- Hugging Face tokenizer.json ----------------------------------------------------------
 
-def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: Iterable[str],
-                      pattern: str = GPT2_PATTERN, ignore_merges: bool = False) -> dict:
+def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: list[str],
+                      pattern: str, ignore_merges: bool, only: set[bytes]) -> dict:
     """The tokenizer.json document: loads as is with tokenizers.Tokenizer.from_file. The
-    model's vocabulary holds every token but the special tokens that are only that."""
-    special_tokens = list(special_tokens)
-    only = only_special(vocab, merges, special_tokens)
+    model's vocabulary holds every token but only (the special tokens that are only that:
+    only_special)."""
     specials = {s.encode("utf-8"): s for s in special_tokens}
     model_vocab = {token_to_str(t): i for i, t in sorted(vocab.items()) if t not in only}
     added = [{"id": i, "content": specials[t], "single_word": False, "lstrip": False,
@@ -451,7 +450,7 @@ def _hf_merges(raw: list, path: str) -> MergeParts:
 
 # ---- tiktoken ------------------------------------------------------------------------------
 
-def only_special(vocab: Vocab, merges: Merges, special_tokens: Iterable[str]) -> set[bytes]:
+def only_special(merges: Merges, special_tokens: Iterable[str]) -> set[bytes]:
     """The bytes of the special tokens that are no ordinary token too: neither a byte nor made
     by a merge (a special whose bytes are a token keeps that token's id: docs/spec.md)."""
     made = {a + b for a, b in merges}
@@ -459,15 +458,9 @@ def only_special(vocab: Vocab, merges: Merges, special_tokens: Iterable[str]) ->
             if len(b) > 1 and b not in made}
 
 
-def save_tiktoken(vocab: Vocab, path: str, special_tokens: Iterable[str] = (),
-                  merges: Merges = ()) -> None:
-    """Writes tiktoken's rank file (base64 token, rank), leaving out the special tokens that
-    are only that (only_special)."""
-    with atomic_write(path) as f:
-        _write_tiktoken(f, vocab, only_special(vocab, merges, special_tokens))
-
-
 def _write_tiktoken(f, vocab: Vocab, left_out: set[bytes]) -> None:
+    """tiktoken's rank file (base64 token, rank), without the tokens left_out (the special
+    tokens that are only that: tiktoken takes them apart)."""
     for i, t in sorted(vocab.items()):
         if t not in left_out:
             f.write(f"{base64.b64encode(t).decode('ascii')} {i}\n")
@@ -573,7 +566,8 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     # A byte string listed twice is written once, with its lowest id, the one encoding gives
     # it (docs/spec.md 2.4): every format maps a token's bytes to one id.
     vocab = {i: t for t, i in lowest.items()}
-    document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges))
+    only = only_special(merges, specials)
+    document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges), only)
     out_dir = os.fsdecode(os.fspath(out_dir))  # a bytes path too
     if not out_dir:
         raise ValueError("the output directory is empty")
@@ -588,7 +582,7 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
         _write_vocab_json(vocab_f, vocab)
         _write_merges_txt(merges_f, merges)
         json.dump(document, json_f, ensure_ascii=False, indent=1)
-        _write_tiktoken(ranks_f, vocab, only_special(vocab, merges, specials))
+        _write_tiktoken(ranks_f, vocab, only)
     return paths
 
 

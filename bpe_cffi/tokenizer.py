@@ -48,8 +48,7 @@ class Tokenizer:
         check_vocab(vocab)
         if not isinstance(ignore_merges, bool):
             raise TypeError(f"ignore_merges must be a bool, not {type(ignore_merges).__name__}")
-        #: whether whole tokens win over the merges (see the constructor)
-        self.ignore_merges = ignore_merges
+        self._ignore_merges = ignore_merges
         self.id_to_token: dict[int, bytes] = dict(vocab)
         self.token_to_id: dict[bytes, int] = {}
         for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
@@ -80,6 +79,11 @@ class Tokenizer:
         if self._merges is None:  # loaded from a file: made when first asked for
             self._merges = self._merge_parts.pairs()
         return self._merges
+
+    @property
+    def ignore_merges(self) -> bool:
+        """Whether a pre-token whose bytes are a token is that token (see the constructor)."""
+        return self._ignore_merges
 
     @property
     def pattern(self) -> str:
