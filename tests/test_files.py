@@ -755,3 +755,41 @@ def test_a_broken_link_to_tokenizer_json_is_an_error(saved):
     (saved / "tokenizer.json").symlink_to(saved / "elsewhere.json")
     with pytest.raises(FileNotFoundError, match="tokenizer.json"):
         Tokenizer.load(saved)
+
+
+def _has_border(token: bytes) -> bool:
+    """Whether a proper prefix of token is also its suffix (then two of its splits into two
+    tokens can overlap at once: the one case where spec 3.3 and tiktoken differ)."""
+    return any(token[:k] == token[-k:] for k in range(1, len(token)))
+
+
+@st.composite
+def rank_tables_and_texts(draw):
+    """A tiktoken rank table that BPE did not learn: the 256 bytes, then tokens drawn from a
+    few letters at random ranks (some made of two tokens ranked after them, some of no two
+    tokens at all); and a text made of its tokens, letters and spaces."""
+    letters = b"abc "
+    tokens = draw(st.lists(st.binary(min_size=2, max_size=5).map(
+        lambda b: bytes(letters[x % len(letters)] for x in b)), max_size=12, unique=True))
+    tokens = [t for t in tokens if not _has_border(t)]
+    order = draw(st.permutations(tokens))
+    ranks = {bytes([b]): b for b in range(256)}
+    ranks.update({t: 256 + k for k, t in enumerate(order)})
+    pieces = [t.decode() for t in tokens] + ["a", "b", "c", " ", "\n", "d"]
+    text = "".join(draw(st.lists(st.sampled_from(pieces), max_size=30)))
+    return ranks, text
+
+
+@given(table=rank_tables_and_texts())
+@settings(max_examples=300, deadline=None)
+def test_rank_table_gives_tiktokens_ids(table):
+    # A rank table loads with every split of a token into two tokens as a merge, and
+    # tiktoken's whole-token rule (spec 3.3); tiktoken is the oracle.
+    import tiktoken
+    ranks, text = table
+    vocab = {r: t for t, r in ranks.items()}
+    ours = Tokenizer(vocab, files.merges_from_ranks(vocab), ignore_merges=True)
+    theirs = tiktoken.Encoding("hyp", pat_str=ours.pattern, mergeable_ranks=ranks,
+                               special_tokens={})
+    assert ours.encode(text) == theirs.encode(text)
+    assert ours.encode(text * 3000) == theirs.encode(text * 3000)  # the cache's path too
