@@ -793,3 +793,43 @@ def test_rank_table_gives_tiktokens_ids(table):
                                special_tokens={})
     assert ours.encode(text) == theirs.encode(text)
     assert ours.encode(text * 3000) == theirs.encode(text * 3000)  # the cache's path too
+
+
+@st.composite
+def merges_and_texts(draw):
+    """A vocabulary of the 256 bytes, merges that each join two tokens into one (in any
+    order, not as BPE would learn them: a token's bytes may merge into other tokens), tokens
+    no merge makes, and a text made of them."""
+    tokens = [bytes([b]) for b in b"abc "]
+    merges = []
+    for _ in range(draw(st.integers(0, 14))):
+        a, b = draw(st.sampled_from(tokens)), draw(st.sampled_from(tokens))
+        if a + b not in tokens and len(a + b) <= 6:
+            merges.append((a, b))
+            tokens.append(a + b)
+    loose = draw(st.lists(st.sampled_from(["abc", "cab", " ca", "bb", "abca"]), max_size=3,
+                          unique=True))
+    vocab = {b: bytes([b]) for b in range(256)}
+    for t in [t for t in tokens if len(t) > 1] + [t.encode() for t in loose]:
+        if t not in vocab.values():
+            vocab[len(vocab)] = t
+    pieces = [t.decode() for t in list(vocab.values())[256:]] + ["a", "b", "c", " ", "\n", "d"]
+    text = "".join(draw(st.lists(st.sampled_from(pieces), max_size=30)))
+    return vocab, merges, text
+
+
+@given(case=merges_and_texts(), ignore_merges=st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_merges_with_and_without_ignore_merges_give_tokenizers_ids(case, ignore_merges):
+    # tokenizers' BPE model with the same vocabulary, merges and ignore_merges is the oracle.
+    import tokenizers
+    from tokenizers import models, pre_tokenizers
+    vocab, merges, text = case
+    to_str = files.token_to_str
+    hf = tokenizers.Tokenizer(models.BPE(
+        vocab={to_str(t): i for i, t in vocab.items()},
+        merges=[(to_str(a), to_str(b)) for a, b in merges], ignore_merges=ignore_merges))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    ours = Tokenizer(vocab, merges, ignore_merges=ignore_merges)
+    assert ours.encode(text) == hf.encode(text).ids
+    assert ours.encode(text * 3000) == hf.encode(text * 3000).ids
