@@ -195,8 +195,8 @@ def _text_output(path: str | None):
 def cmd_info(args) -> None:
     """bpe-cffi info: what a tokenizer directory holds."""
     tok = Tokenizer.load(args.directory)
-    merged = [tok.id_to_token[i] for i in tok.id_to_token
-              if tok.id_to_token[i] not in {s.encode() for s in tok.special_tokens}]
+    special_bytes = {s.encode() for s in tok.special_tokens}  # once, not once a token
+    merged = [t for t in tok.id_to_token.values() if t not in special_bytes]
     print(f"tokenizer in {args.directory}")
     print(f"  vocabulary: {len(tok):,} tokens (ids 0-{tok.vocab_size - 1}), "
           f"{len(tok.merges):,} merges")
@@ -205,6 +205,9 @@ def cmd_info(args) -> None:
     name = tok.pretokenizer.name
     print(f"  pattern: {name} (C scanner)" if name != "regex"
           else f"  pattern: {tok.pattern} (no C scanner: split by the regex module)")
+    if tok.ignore_merges:
+        print("  ignore_merges: a pre-token whose bytes are a token is that token (tiktoken's "
+              "rule)")
     print(f"  longest tokens: {_longest(merged)}")
     first = ", ".join(f"{_show(a)}+{_show(b)}" for a, b in tok.merges[:5])
     print(f"  first merges: {first}")

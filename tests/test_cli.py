@@ -17,7 +17,8 @@ def test_train_info_encode_decode(tmp_path, capsys):
     assert "trained 600 tokens" in summary and "longest tokens" in summary
     assert "merge" in summary and "write" in summary and "peak memory" in summary
     assert main(["info", str(out)]) == 0
-    assert "<|endoftext|> = 599" in capsys.readouterr().out
+    info = capsys.readouterr().out
+    assert "<|endoftext|> = 599" in info and "ignore_merges" not in info
 
     ids = tmp_path / "ids.npy"
     assert main(["encode", "--tokenizer", str(out), bpe_cffi.sample_path(), "--out", str(ids),
@@ -203,3 +204,14 @@ def test_a_file_where_a_tokenizer_directory_belongs(tmp_path, capsys):
     tok = bpe_cffi.Tokenizer(vocab, merges)
     out = os.fsencode(tmp_path / "ids.npy")  # a bytes path, as os functions take
     assert tok.encode_file(str(tmp_path / "notes.txt"), out) == len(tok.encode("hello"))
+
+
+def test_info_says_ignore_merges(tmp_path, capsys):
+    main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / "t"), "--quiet"])
+    (tmp_path / "ranks").mkdir()
+    (tmp_path / "ranks" / "tokenizer.tiktoken").write_bytes(
+        (tmp_path / "t" / "tokenizer.tiktoken").read_bytes())
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "ranks")]) == 0
+    assert "ignore_merges: a pre-token whose bytes are a token is that token" in \
+        capsys.readouterr().out
