@@ -133,31 +133,43 @@ class Tokenizer:
         return cls(vocab, merges, special_tokens, pattern, **options)
 
     @classmethod
-    def load(cls, directory, *, num_threads: int | None = None,
+    def load(cls, directory, *, pattern: str | None = None,
+             special_tokens: Iterable[str] | None = None, num_threads: int | None = None,
              cache_bytes: int = DEFAULT_CACHE_BYTES) -> "Tokenizer":
         """Loads a directory written by bpe_cffi.save (or by the CLI): tokenizer.json when
         present (it holds the specials and the pattern), else vocab.json + merges.txt, else
-        tokenizer.tiktoken. num_threads, cache_bytes: as for the constructor."""
+        tokenizer.tiktoken. pattern, special_tokens: for the last two, which hold neither
+        (default: GPT-2's pattern and none; a tiktoken file of OpenAI's wants its encoding's
+        pattern and specials, as `pattern="cl100k_tiktoken"`); with a tokenizer.json, giving
+        them is an error. num_threads, cache_bytes: as for the constructor."""
         d = os.fsdecode(os.fspath(directory))  # a bytes path too
         if os.path.exists(d) and not os.path.isdir(d):
             raise NotADirectoryError(f"{d!r} is a file, not a tokenizer directory (written by "
                                      "save or bpe-cffi train)")
         if not os.path.isdir(d):
             raise FileNotFoundError(f"no such tokenizer directory: {d!r}")
-        resolve_workers(num_threads, "num_threads")  # checked here, so that an error from
-        _check_cache_bytes(cache_bytes)  # the files' contents alone names the file
+        # Checked here, so that an error from the files' contents alone names the file.
+        resolve_workers(num_threads, "num_threads")
+        _check_cache_bytes(cache_bytes)
+        given = {"pattern": pretokenizer(pattern).pattern if pattern is not None else None,
+                 "special_tokens": unique_specials(special_tokens)
+                 if special_tokens is not None else None}
         with _collector_paused():  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
-            return cls._load(d, {"num_threads": num_threads, "cache_bytes": cache_bytes})
+            return cls._load(d, given, {"num_threads": num_threads, "cache_bytes": cache_bytes})
 
     @classmethod
-    def _load(cls, d: str, options: dict) -> "Tokenizer":
+    def _load(cls, d: str, given: dict, options: dict) -> "Tokenizer":
         # lexists: a broken link to tokenizer.json is an error, not a reason to read the
         # vocab.json beside it (which holds neither the specials nor the pattern).
         path = os.path.join(d, "tokenizer.json")
         if os.path.lexists(path):
+            if any(v is not None for v in given.values()):
+                raise ValueError(f"{path} holds its own pattern and special tokens: load it "
+                                 "without pattern= and special_tokens=")
             vocab, merges, specials, pattern, ignore = load_hf(path)
             return _named(path, lambda: cls(vocab, merges, specials, pattern,
                                             ignore_merges=ignore, **options))
+        options.update((k, v) for k, v in given.items() if v is not None)
         path = os.path.join(d, "vocab.json")
         if os.path.lexists(path):
             merges_path = os.path.join(d, "merges.txt")

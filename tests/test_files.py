@@ -833,3 +833,23 @@ def test_merges_with_and_without_ignore_merges_give_tokenizers_ids(case, ignore_
     ours = Tokenizer(vocab, merges, ignore_merges=ignore_merges)
     assert ours.encode(text) == hf.encode(text).ids
     assert ours.encode(text * 3000) == hf.encode(text * 3000).ids
+
+
+def test_load_takes_the_pattern_and_specials_the_files_do_not_hold(trained, tmp_path):
+    # vocab.json + merges.txt and a rank file hold no pattern and no special token: they were
+    # read with GPT-2's pattern and none, with no way to say otherwise.
+    vocab, merges = trained
+    bpe_cffi.save(vocab, merges, tmp_path / "full", [EOT], "o200k")
+    want = Tokenizer.load(tmp_path / "full")
+    text = TEXT + " Don't STOP 12345 \u00c9t\u00e9\n\n/x"
+    gpt2 = _only(tmp_path / "full", "vocab.json", tmp_path)
+    (tmp_path / gpt2 / "merges.txt").write_bytes((tmp_path / "full" / "merges.txt").read_bytes())
+    for directory in (gpt2, _only(tmp_path / "full", "tokenizer.tiktoken", tmp_path)):
+        got = Tokenizer.load(directory, pattern="o200k", special_tokens=[EOT])
+        assert got.pattern == want.pattern and got.special_ids == want.special_ids
+        assert got.encode(text) == want.encode(text)
+        assert Tokenizer.load(directory).pattern == bpe_cffi.GPT2_PATTERN
+    with pytest.raises(ValueError, match="holds its own pattern and special tokens"):
+        Tokenizer.load(tmp_path / "full", pattern="o200k")
+    with pytest.raises(ValueError, match="did you mean 'o200k'"):
+        Tokenizer.load(gpt2, pattern="O200K")
