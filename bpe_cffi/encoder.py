@@ -19,7 +19,7 @@ from .chunking import Edges
 from .counter import utf8_offsets
 from .files import MergeParts, offsets_of
 from .patterns import Pretokenizer
-from .specials import Pieces, SpecialTokens
+from .specials import Pieces, SpecialTokens, special_only_ids
 
 _LIST_DIRECT_CHARS = 1 << 10  # up to this many characters encode_list skips numpy
 _SHARED_INTS_FROM = 1 << 16  # from this many ids on, a list takes the vocabulary's own ints
@@ -56,7 +56,7 @@ class Encoder:
                                   len(merges), n_ids, out), "bpe_encoder_new")
         self._c = ffi.gc(out[0], lib.bpe_encoder_free)
         if ignore_merges:
-            self._set_whole_tokens(token_to_id, specials, merged)
+            self._set_whole_tokens(token_to_id, specials, left, right, merged)
         self.cache_bytes = cache_bytes
         self._n_ids = n_ids
         self._ints = None  # the ints 0 .. n_ids - 1 as an object array: made on first use
@@ -74,13 +74,15 @@ class Encoder:
             self._cache = ffi.gc(cache[0], lib.bpe_unit_cache_free)
 
     def _set_whole_tokens(self, token_to_id: Mapping[bytes, int], specials: SpecialTokens,
-                          merged: np.ndarray) -> None:
+                          left: np.ndarray, right: np.ndarray, merged: np.ndarray) -> None:
         """tiktoken's rule (and tokenizers' ignore_merges): a pre-token whose bytes are a token
         is that token, whatever the merges make of its bytes. Every token counts but a special
-        token that is only that (neither a byte nor a merge's result, as files.only_special
-        tells them by their bytes): tiktoken keeps those apart from its ranks."""
-        special_only = set(specials.ids.values()) - set(merged.tolist()) \
-            - set(self._byte_ids.tolist())
+        token that is only that (specials.special_only_ids, the tokens a saved rank file
+        leaves out): tiktoken keeps those apart from its ranks."""
+        special_only = special_only_ids(
+            token_to_id.values(), [specials.ids[s] for s in specials.tokens],
+            set(merged.tolist()) | set(left.tolist()) | set(right.tolist())
+            | set(self._byte_ids.tolist()))
         tokens = [t for t, i in token_to_id.items() if i not in special_only]
         ids = np.fromiter((token_to_id[t] for t in tokens), np.int32, len(tokens))
         check(lib.bpe_encoder_set_whole_tokens(self._c, b"".join(tokens),

@@ -24,7 +24,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 
 from .patterns import GPT2_PATTERN, pretokenizer, resolve_pattern
-from .specials import add_special_ids, unique_specials
+from .specials import add_special_ids, special_only_ids, unique_specials
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -289,9 +289,22 @@ def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: list[str],
                       pattern: str, ignore_merges: bool, only: set[bytes]) -> dict:
     """The tokenizer.json document: loads as is with tokenizers.Tokenizer.from_file. The
     model's vocabulary holds every token but only (the special tokens that are only that:
-    only_special)."""
+    only_special). A special that no byte or merge makes is written there as its text, as
+    Hugging Face's trainer writes its specials: tokenizers gives an added token the id its
+    text has in the model's vocabulary (so a text that spells another token in GPT-2's byte
+    characters, as "é" spells the byte 0xE9, is refused: its id would not come back)."""
     specials = {s.encode("utf-8"): s for s in special_tokens}
-    model_vocab = {token_to_str(t): i for i, t in sorted(vocab.items()) if t not in only}
+    merged = {t for a, b in merges for t in (a, b, a + b)}
+    model_vocab: dict[str, int] = {}
+    for i, t in sorted(vocab.items()):
+        if t not in only:
+            key = specials[t] if t in specials and len(t) > 1 and t not in merged \
+                else token_to_str(t)
+            _refuse_respelled(vocab, model_vocab, key, i)
+            model_vocab[key] = i
+    token_to_id = {t: i for i, t in vocab.items()}
+    for t, s in specials.items():
+        _refuse_respelled(vocab, model_vocab, s, token_to_id[t])
     added = [{"id": i, "content": specials[t], "single_word": False, "lstrip": False,
               "rstrip": False, "normalized": False, "special": True}
              for i, t in sorted(vocab.items()) if t in specials]
@@ -319,6 +332,17 @@ def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: list[str],
                   "vocab": model_vocab,
                   "merges": [f"{token_to_str(a)} {token_to_str(b)}" for a, b in merges]},
     }
+
+
+def _refuse_respelled(vocab: Vocab, model_vocab: dict[str, int], key: str, i: int) -> None:
+    """A ValueError if the token i, written as key, would be read as another token's id."""
+    j = model_vocab.get(key, i)
+    if j != i:
+        a, b = sorted((i, j))
+        raise ValueError(f"the tokens {vocab[a]!r} (id {a}) and {vocab[b]!r} (id {b}) are both "
+                         f"written {key!r} in tokenizer.json (a special token is written as "
+                         "its text, any other token in GPT-2's byte characters): tokenizers "
+                         "would give both one id")
 
 
 def _hf_pattern(pre: dict | None, path: str) -> str:
@@ -387,11 +411,19 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
             raise ValueError(f"{path}: model type {model.get('type')!r} is not BPE")
         _check_hf_model(doc, path)
         added = doc.get("added_tokens") or []
-        _check_ids(model["vocab"].items(), path)
+        model_vocab = model["vocab"]
+        _check_ids(model_vocab.items(), path)
         _check_ids(((t["content"], t["id"]) for t in added), path)
-        vocab: Vocab = dict(zip(model["vocab"].values(), strs_to_tokens(list(model["vocab"]),
-                                                                        path)))
         merges = _hf_merges(model["merges"], path)
+        # Hugging Face's trainer puts its specials in the model's vocabulary as their text, not
+        # in GPT-2's byte characters: an added token's text there, at its id, is that token.
+        as_text = {t["content"] for t in added if isinstance(t["content"], str)
+                   and model_vocab.get(t["content"]) == t["id"]}
+        for content in as_text:
+            _check_not_respelled(content, merges, path)
+        spelled = [k for k in model_vocab if k not in as_text]
+        vocab: Vocab = dict(zip((model_vocab[k] for k in spelled),
+                                strs_to_tokens(spelled, path)))
         specials = []
         for t in added:
             content = t["content"]
@@ -399,15 +431,36 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
                 raise ValueError(f"{path}: added token {t['id']} has content {content!r}, "
                                  "not a non-empty str")
             token = content.encode("utf-8")  # a lone surrogate: UnicodeEncodeError
-            if vocab.get(t["id"], token) != token:  # the model's own entry may repeat it
-                raise ValueError(f"{path}: added token {content!r} has id {t['id']}, the id "
-                                 f"of the token {vocab[t['id']]!r}")
-            vocab[t["id"]] = token
+            i = model_vocab.get(content, t["id"])  # tokenizers gives it the model's id
+            if i != t["id"] and vocab[i] != token:
+                raise ValueError(f"{path}: added token {content!r} has id {t['id']}, but the "
+                                 f"model's vocabulary spells the token {vocab[i]!r} so, whose "
+                                 f"id {i} tokenizers would give it")
+            if vocab.get(i, token) != token:  # the model's own entry may repeat it
+                raise ValueError(f"{path}: added token {content!r} has id {i}, the id of the "
+                                 f"token {vocab[i]!r}")
+            vocab[i] = token
             specials.append(content)
         pattern = _hf_pattern(doc.get("pre_tokenizer"), path)
     except (KeyError, TypeError, AttributeError, UnicodeError) as e:
         raise ValueError(f"{path}: not a BPE tokenizer.json ({type(e).__name__}: {e})") from None
     return vocab, merges, specials, pattern, model.get("ignore_merges", False)
+
+
+def _check_not_respelled(content: str, merges: MergeParts, path: str) -> None:
+    """A ValueError if an added token's text, kept in the model's vocabulary at its id, is
+    also a byte or a merge's part or result spelled in GPT-2's byte characters ("Ġ", the
+    space): one id cannot be both tokens."""
+    try:
+        spelled = str_to_token(content, path)
+    except ValueError:
+        return  # not GPT-2's characters: the text itself
+    if spelled == content.encode("utf-8"):
+        return
+    if len(spelled) == 1 or any(spelled in (a, b, a + b) for a, b in merges.pairs()):
+        raise ValueError(f"{path}: added token {content!r} is also the model's token "
+                         f"{spelled!r}, spelled so in GPT-2's byte characters, with the same "
+                         "id: one id cannot be both")
 
 
 def _well_formed_merges(raw: list) -> MergeParts | None:
@@ -450,12 +503,15 @@ def _hf_merges(raw: list, path: str) -> MergeParts:
 
 # ---- tiktoken ------------------------------------------------------------------------------
 
-def only_special(merges: Merges, special_tokens: Iterable[str]) -> set[bytes]:
-    """The bytes of the special tokens that are no ordinary token too: neither a byte nor made
-    by a merge (a special whose bytes are a token keeps that token's id: docs/spec.md)."""
-    made = {a + b for a, b in merges}
-    return {b for b in (s.encode("utf-8") for s in special_tokens)
-            if len(b) > 1 and b not in made}
+def only_special(vocab: Vocab, merges: Merges, special_tokens: list[str]) -> set[bytes]:
+    """The bytes of the special tokens that are only that (specials.special_only_ids), in a
+    vocabulary holding each byte string once and every special."""
+    token_to_id = {t: i for i, t in vocab.items()}
+    merged = {t for a, b in merges for t in (a, b, a + b)}
+    ordinary = {i for t, i in token_to_id.items() if len(t) == 1 or t in merged}
+    only = special_only_ids(vocab, [token_to_id[s.encode("utf-8")] for s in special_tokens],
+                            ordinary)
+    return {vocab[i] for i in only}
 
 
 def _write_tiktoken(f, vocab: Vocab, left_out: set[bytes]) -> None:
@@ -566,7 +622,7 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     # A byte string listed twice is written once, with its lowest id, the one encoding gives
     # it (docs/spec.md 2.4): every format maps a token's bytes to one id.
     vocab = {i: t for t, i in lowest.items()}
-    only = only_special(merges, specials)
+    only = only_special(vocab, merges, specials)
     document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges), only)
     out_dir = os.fsdecode(os.fspath(out_dir))  # a bytes path too
     if not out_dir:

@@ -33,8 +33,42 @@ def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
             raise TypeError(f"special tokens must be str, got {type(s).__name__}: {s!r}")
         if not s:
             raise ValueError("a special token cannot be the empty string")
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"the special token {s!r} holds a lone surrogate, which has no "
+                             "UTF-8") from None
         out.setdefault(s)
     return list(out)
+
+
+def special_only_ids(ids: Iterable[int], special_ids: Sequence[int],
+                     ordinary: set[int]) -> set[int]:
+    """The ids of the special tokens that are only that, which tokenizer files keep out of the
+    vocabulary (tiktoken's rank file, the model of tokenizer.json) and which a loader gives the
+    next ids after the vocabulary's again (add_special_ids): the specials at the top of the
+    ids, right after all the others, which run from 0 without a gap, and listed in the order
+    of their ids. Any other special is an ordinary token too (a byte, a merge's part or
+    result, a token of a vocabulary made otherwise, as Hugging Face's trainer puts its
+    specials at the start) and stays in the vocabulary, where a loader finds it by its bytes.
+    ids: every token's id, each byte string once; special_ids: the specials' ids, in their
+    order; ordinary: ids that are ordinary tokens whatever their place (bytes, merges)."""
+    position: dict[int, int] = {}
+    for k, i in enumerate(special_ids):
+        position.setdefault(i, k)
+    order = sorted(set(ids), reverse=True)
+    only: set[int] = set()
+    last = len(special_ids)  # the place in the list of the lowest special taken so far
+    for j, i in enumerate(order):
+        below = order[j + 1] if j + 1 < len(order) else -1
+        if i not in position or i in ordinary or position[i] > last or below != i - 1:
+            break
+        only.add(i)
+        last = position[i]
+    rest = order[len(only):]
+    if rest and rest[0] != len(rest) - 1:  # the others leave an id out: no next id is sure
+        return set()
+    return only
 
 
 def add_special_ids(specials: list[str], id_to_token: dict[int, bytes],

@@ -853,3 +853,138 @@ def test_load_takes_the_pattern_and_specials_the_files_do_not_hold(trained, tmp_
         Tokenizer.load(tmp_path / "full", pattern="o200k")
     with pytest.raises(ValueError, match="did you mean 'o200k'"):
         Tokenizer.load(gpt2, pattern="O200K")
+
+
+def _hf_trained(tmp_path, special: str):
+    """A tokenizer.json written by Hugging Face's own trainer, which puts its special tokens at
+    the first ids of the model's vocabulary, as their text."""
+    from tokenizers import Tokenizer as HFTokenizer, decoders, models, pre_tokenizers, trainers
+    hf = HFTokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    hf.train_from_iterator(["hello world, some text é ü to train on"] * 50, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=[special], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    path = tmp_path / "hf"
+    path.mkdir()
+    hf.save(str(path / "tokenizer.json"))
+    return hf, path
+
+
+@pytest.mark.parametrize("special", [EOT, "<|end of text|>", "<|é|>", "‹｜begin▁of▁sentence｜>"])
+def test_hugging_face_trained_files_load_and_save_with_their_ids(tmp_path, special):
+    # Its trainer writes the specials into the model's vocabulary as their text: one with a
+    # space or a character outside GPT-2's byte table was refused as not a GPT-2 byte
+    # character, and saving the file again moved the special from id 0 to the end, where
+    # tokenizers then gave it another id.
+    import tokenizers
+    hf, path = _hf_trained(tmp_path, special)
+    ours = Tokenizer.load(path)
+    assert ours.special_ids == {special: 0}
+    text = f"hello {special} world é{special}ü"
+    want = hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode(text) == want
+    ours.save(tmp_path / "again")
+    again = tokenizers.Tokenizer.from_file(str(tmp_path / "again" / "tokenizer.json"))
+    assert again.encode(text, add_special_tokens=False).ids == want
+    assert Tokenizer.load(tmp_path / "again").encode(text) == want
+    ranks_only = Tokenizer.load(_only(tmp_path / "again", "tokenizer.tiktoken", tmp_path),
+                                pattern="gpt2", special_tokens=[special])
+    assert ranks_only.special_ids == {special: 0} and ranks_only.encode(text) == want
+
+
+def test_a_special_token_that_is_a_token_no_merge_makes_keeps_its_id_in_every_file(tmp_path):
+    # <|x|> is an ordinary token of this vocabulary (id 256, below the merge's 257): the rank
+    # file left it out, and loading that file gave the special the next id, 258.
+    import tokenizers
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[256], vocab[257] = b"<|x|>", b"ab"
+    tok = Tokenizer(vocab, [(b"a", b"b")], ["<|x|>"])
+    tok.save(tmp_path / "tok")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tok" / "tokenizer.json"))
+    assert hf.encode("ab<|x|>ab").ids == tok.encode("ab<|x|>ab") == [257, 256, 257]
+    ranks = files.load_tiktoken(tmp_path / "tok" / "tokenizer.tiktoken")
+    assert ranks[256] == b"<|x|>"
+    only = Tokenizer.load(_only(tmp_path / "tok", "tokenizer.tiktoken", tmp_path),
+                          special_tokens=["<|x|>"])
+    assert only.special_ids == {"<|x|>": 256}
+    # Specials after every other id, as training puts them, stay out of the rank file.
+    trained = Tokenizer(*bpe_cffi.train_bpe(bpe_cffi.sample_path(), 400, [EOT, "<|y|>"]),
+                        [EOT, "<|y|>"])
+    trained.save(tmp_path / "trained")
+    ranks = files.load_tiktoken(tmp_path / "trained" / "tokenizer.tiktoken")
+    assert sorted(ranks) == list(range(398))
+
+
+@pytest.mark.parametrize("special", ["é", "Ġ", "Ċ"])
+def test_save_refuses_a_special_token_spelled_like_another_token(tmp_path, special):
+    # tokenizers gives an added token the id its text has in the model's vocabulary, where "é"
+    # spells the byte 0xE9: the file gave the special that byte's id, and its text changed.
+    vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(ValueError, match=f"both written {special!r} in tokenizer.json"):
+        bpe_cffi.save(vocab, [], tmp_path / "tok", [EOT, special])
+    assert not (tmp_path / "tok").exists() or not os.listdir(tmp_path / "tok")
+
+
+def test_tokenizer_json_added_tokens_against_the_models_vocabulary(saved, trained):
+    # tokenizers gives an added token the model's id for its text: followed where the model's
+    # entry is the same bytes, refused where it spells another token ("Ġ" is the space).
+    import tokenizers
+    vocab, _ = trained
+    the = next(i for i, t in vocab.items() if t == b" the")
+
+    def add(content, token_id):
+        def edit(doc):
+            doc["added_tokens"].append({"id": token_id, "content": content, "single_word": False,
+                                        "lstrip": False, "rstrip": False, "normalized": False,
+                                        "special": True})
+        return edit
+
+    _edited(saved, add("and", 1501))
+    hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
+    ours = Tokenizer.load(saved)
+    text = "sand and hand"
+    assert ours.encode(text) == hf.encode(text).ids
+    assert ours.special_ids["and"] == hf.token_to_id("and") != 1501
+    _edited(saved, add("Ġthe", 1502))
+    with pytest.raises(ValueError, match="tokenizer.json: added token 'Ġthe' has id 1502, but "
+                                         f"the model's vocabulary spells the token b' the' so, "
+                                         f"whose id {the}"):
+        Tokenizer.load(saved)
+
+
+def test_an_added_token_that_is_a_byte_spelled_in_gpt2_characters_is_refused(saved):
+    # "Ġ" at the id of the space: the model's token is the byte, the added token its text.
+    def edit(doc):
+        doc["added_tokens"].append({"id": 32, "content": "Ġ", "single_word": False,
+                                    "lstrip": False, "rstrip": False, "normalized": False,
+                                    "special": True})
+    _edited(saved, edit)
+    with pytest.raises(ValueError, match="added token 'Ġ' is also the model's token b' '"):
+        Tokenizer.load(saved)
+
+
+def test_a_special_token_with_a_lone_surrogate_is_named():
+    with pytest.raises(ValueError, match="special token '\\\\ud800' holds a lone surrogate"):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], ["\ud800"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_specials_left_out_of_a_file_get_their_ids_back(data):
+    # The specials a file leaves out (special_only_ids) must come back with the ids they had:
+    # a loader gives each, in the specials' order, the next id after the file's, and
+    # tokenizers counts them after a model vocabulary without a gap.
+    from bpe_cffi.specials import add_special_ids, special_only_ids
+    n = data.draw(st.integers(1, 12))
+    ids = data.draw(st.lists(st.integers(0, 15), min_size=n, max_size=n, unique=True))
+    special_ids = data.draw(st.lists(st.sampled_from(ids), unique=True))
+    ordinary = set(data.draw(st.lists(st.sampled_from(ids))))
+    only = special_only_ids(ids, special_ids, ordinary)
+    assert only <= set(special_ids) - ordinary
+    kept = {i: b"t%d" % i for i in ids if i not in only}
+    assert not kept or max(kept) == len(kept) - 1 or not only
+    names = [b"t%d" % i for i in special_ids]
+    given_back = add_special_ids([t.decode() for t in names], dict(kept),
+                                 {t: i for i, t in kept.items()})
+    assert [given_back[t.decode()] for t in names] == special_ids
