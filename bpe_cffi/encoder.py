@@ -17,7 +17,7 @@ import numpy as np
 from ._lib import check, ffi, lib
 from .chunking import Edges
 from .counter import utf8_offsets
-from .files import MergeParts, offsets_of
+from .files import MergeNotInVocabulary, MergeParts, offsets_of
 from .patterns import Pretokenizer
 from .specials import Pieces, SpecialTokens, special_only_ids
 
@@ -320,6 +320,6 @@ def merge_ids(token_to_id: Mapping[bytes, int], merges: MergeParts):
         a, b = merges.pair(r)
         what, token = (("names the token", a), ("names the token", b),
                        ("makes the token", a + b))[k]
-        raise ValueError(f"merge {r} {what} {token!r}, which is not in the vocabulary")
+        raise MergeNotInVocabulary(r, f"{what} {token!r}, which is not in the vocabulary")
     check(rc, "bpe_merge_ids")
     return left, right, merged

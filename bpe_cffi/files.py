@@ -258,6 +258,28 @@ def _read_merges_txt(path: str) -> MergeParts:
     return MergeParts.join(blocks)
 
 
+class MergeNotInVocabulary(ValueError):
+    """A merge that names or makes a token the vocabulary lacks; index: the merge's rank."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(f"merge {index} {message}")
+        self.index = index
+
+
+def merges_txt_line(path: str, index: int) -> int:
+    """The line of merges.txt that holds merge `index`, counted as _read_merges_txt counts
+    them (read again, on the error path only)."""
+    k = -1
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if line and not (lineno == 1 and line.startswith("#version")):
+                k += 1
+                if k == index:
+                    return lineno
+    raise ValueError(f"{path} changed while it was read")
+
+
 @contextmanager
 def _named_decode_errors(path: str) -> Iterator[None]:
     """A file that is not UTF-8 as a ValueError naming it."""

@@ -12,8 +12,8 @@ from .chunking import Edges, cut_stream
 from .counting import checked_int, resolve_workers
 from .decoder import Decoder
 from .encoder import Encoder
-from .files import (MergeParts, check_vocab, load_gpt2, load_hf, load_tiktoken,
-                    merges_from_ranks, save)
+from .files import (MergeNotInVocabulary, MergeParts, check_vocab, load_gpt2, load_hf,
+                    load_tiktoken, merges_from_ranks, merges_txt_line, save)
 from .patterns import GPT2_PATTERN, pretokenizer
 from .specials import SpecialTokens, add_special_ids, unique_specials
 
@@ -130,7 +130,9 @@ class Tokenizer:
         """Loads GPT-2 style vocab.json + merges.txt. options: num_threads, cache_bytes (as
         for the constructor)."""
         vocab, merges = load_gpt2(vocab_filepath, merges_filepath)
-        return cls(vocab, merges, special_tokens, pattern, **options)
+        return _named(os.fsdecode(os.fspath(merges_filepath)),
+                      lambda: cls(vocab, merges, special_tokens, pattern, **options),
+                      merges_txt=True)
 
     @classmethod
     def load(cls, directory, *, pattern: str | None = None,
@@ -178,7 +180,7 @@ class Tokenizer:
             merges_path = os.path.join(d, "merges.txt")
             vocab, merges = load_gpt2(path, merges_path)
             return _named(merges_path, lambda: cls(vocab, merges, special_tokens, pattern,
-                                                   **options))
+                                                   **options), merges_txt=True)
         path = os.path.join(d, "tokenizer.tiktoken")
         if os.path.lexists(path):
             vocab = load_tiktoken(path)
@@ -329,12 +331,15 @@ def _collector_paused():
             gc.enable()
 
 
-def _named(path: str, make):
+def _named(path: str, make, merges_txt: bool = False):
     """make() (a Tokenizer from what a file held, its options checked already), with a
     ValueError about what the file holds (a merge that names no token, an invalid pattern)
-    naming the file."""
+    naming the file, and for a merge of merges.txt its line."""
     try:
         return make()
+    except MergeNotInVocabulary as e:
+        where = f"{path}:{merges_txt_line(path, e.index)}" if merges_txt else path
+        raise ValueError(f"{where}: {e}") from None
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 

@@ -148,11 +148,18 @@ def test_bad_merges_line_names_file_and_line(saved):
 
 
 def test_merges_naming_unknown_token(saved):
+    # Named by its line in merges.txt (past the #version line and blank lines), not by its
+    # rank alone.
     p = saved / "merges.txt"
-    with open(p, "a", encoding="utf-8") as f:
-        f.write("Ġzzzz Ġqqqq\n")
-    with pytest.raises(ValueError, match="not in the vocabulary"):
-        Tokenizer.from_files(saved / "vocab.json", p)
+    lines = p.read_text(encoding="utf-8").split("\n")
+    lines[3:3] = ["", "Ġzzzz Ġqqqq", ""]
+    p.write_text("\n".join(lines), encoding="utf-8")
+    (saved / "tokenizer.json").unlink()  # the directory then loads vocab.json + merges.txt
+    for load in (lambda: Tokenizer.from_files(saved / "vocab.json", p),
+                 lambda: Tokenizer.load(saved)):
+        with pytest.raises(ValueError, match=r"merges.txt:5: merge 2 names the token b' zzzz', "
+                                             "which is not in the vocabulary"):
+            load()
 
 
 def test_bad_tiktoken_line(saved):
@@ -723,7 +730,7 @@ def test_inputs_of_the_wrong_type_say_so(tmp_path):
     ("a merge naming no token", "tokenizer.json", "merge 1 names the token b'(zz|qq)'"),
     ("a bad Split regex", "tokenizer.json", "invalid pre-tokenization pattern"),
     ("an id of 5000 digits", "tokenizer.json", "digits"),
-    ("a merges.txt line naming no token", "merges.txt", "merge 4 names the token b'(zz|qq)'"),
+    ("a merges.txt line naming no token", "merges.txt:6", "merge 4 names the token b'(zz|qq)'"),
 ])
 def test_errors_about_a_files_contents_name_the_file(saved, case, where, message):
     if case == "a merges.txt line naming no token":
