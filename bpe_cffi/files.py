@@ -216,6 +216,13 @@ def _read_json(path: str):
         raise ValueError(f"{path}: {e}") from None
 
 
+def _refuse_empty_token(raw_vocab: dict, path: str) -> None:
+    """A ValueError naming the file if its vocabulary holds the empty string, a token of no
+    bytes, which encoding never gives and no file of tiktoken's can hold (save refuses it)."""
+    if "" in raw_vocab:
+        raise ValueError(f"{path}: the token '' (id {raw_vocab['']!r}) has no bytes")
+
+
 def _check_ids(pairs: Iterable[tuple[str, object]], path: str) -> None:
     """A ValueError naming the file unless every (token, id) has an id that is an int in
     [0, 2**31) used once."""
@@ -239,6 +246,7 @@ def load_gpt2(vocab_path: str, merges_path: str) -> tuple[Vocab, MergeParts]:
     if not (set(map(type, ids)) <= {int} and min(ids, default=0) >= 0
             and max(ids, default=0) < 2**31 and len(set(ids)) == len(ids)):
         _check_ids(raw.items(), vocab_path)
+    _refuse_empty_token(raw, vocab_path)
     vocab: Vocab = dict(zip(ids, strs_to_tokens(list(raw), vocab_path)))
     return vocab, _read_merges_txt(merges_path)
 
@@ -435,6 +443,7 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
         added = doc.get("added_tokens") or []
         model_vocab = model["vocab"]
         _check_ids(model_vocab.items(), path)
+        _refuse_empty_token(model_vocab, path)
         _check_ids(((t["content"], t["id"]) for t in added), path)
         merges = _hf_merges(model["merges"], path)
         # Hugging Face's trainer puts its specials in the model's vocabulary as their text, not

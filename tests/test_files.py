@@ -995,3 +995,18 @@ def test_specials_left_out_of_a_file_get_their_ids_back(data):
     given_back = add_special_ids([t.decode() for t in names], dict(kept),
                                  {t: i for i, t in kept.items()})
     assert [given_back[t.decode()] for t in names] == special_ids
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "vocab.json"])
+def test_a_token_of_no_bytes_is_refused_on_load_as_on_save(saved, name):
+    # It loaded, and then save refused the tokenizer (no rank file can hold it).
+    if name == "tokenizer.json":
+        _edited(saved, lambda doc: doc["model"]["vocab"].update({"": 1500}))
+    else:
+        (saved / "tokenizer.json").unlink()
+        path = saved / "vocab.json"
+        vocab = json.loads(path.read_text(encoding="utf-8"))
+        vocab[""] = 1500
+        path.write_text(json.dumps(vocab), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{name}: the token '' \\(id 1500\\) has no bytes"):
+        Tokenizer.load(saved)
