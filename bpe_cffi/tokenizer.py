@@ -40,7 +40,8 @@ class Tokenizer:
         once on this many threads (None: one per core). The ids never depend on it.
         cache_bytes: the most memory kept for the ids of units (a word with the space before
         it and the punctuation after it) encoded by earlier calls, so that later calls look
-        them up instead of encoding them again; 0: no cache. The ids never depend on it.
+        them up instead of encoding them again; 0: no cache (nor does a bound under ~170 KB
+        keep anything: a share of it for each of 64 shards). The ids never depend on it.
         ignore_merges: a pre-token whose bytes are a token encodes to that token, whatever the
         merges would make of its bytes (tiktoken's rule; tokenizers' `ignore_merges`). Set when
         loading a tiktoken rank file, or a tokenizer.json that says so. A vocabulary learned by
@@ -281,7 +282,11 @@ class Tokenizer:
                 raise ValueError(f'allowed_special must be "all" or a set of special tokens, '
                                  f"not {allowed_special!r}")
             return self._encoder
-        allowed = frozenset(allowed_special)
+        try:
+            allowed = frozenset(allowed_special)
+        except TypeError:  # None, a number: not a collection of tokens
+            raise TypeError(f'allowed_special must be "all" or a set of special tokens, not '
+                            f"{allowed_special!r}") from None
         unknown = allowed.difference(self.special_tokens)
         if unknown:
             raise ValueError(f"allowed_special names {sorted(unknown)!r}, which are not "

@@ -841,6 +841,9 @@ def test_allowed_special_refuses_unknown_tokens(two_specials):
         two_specials.encode("x", allowed_special={"<|nope|>"})
     with pytest.raises(ValueError, match='"all" or a set'):
         two_specials.encode("x", allowed_special="none")
+    for bad in (None, 3):  # "'NoneType' object is not iterable" once
+        with pytest.raises(TypeError, match=f'"all" or a set of special tokens, not {bad}'):
+            two_specials.encode("x", allowed_special=bad)
 
 
 def _rss_mb() -> float:
