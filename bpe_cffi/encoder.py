@@ -79,10 +79,11 @@ class Encoder:
         is that token, whatever the merges make of its bytes. Every token counts but a special
         token that is only that (specials.special_only_ids, the tokens a saved rank file
         leaves out): tiktoken keeps those apart from its ranks."""
-        special_only = special_only_ids(
-            token_to_id.values(), [specials.ids[s] for s in specials.tokens],
-            set(merged.tolist()) | set(left.tolist()) | set(right.tolist())
-            | set(self._byte_ids.tolist()))
+        special_ids = np.array([specials.ids[s] for s in specials.tokens], np.int64)
+        in_merges = np.isin(special_ids, np.concatenate((left, right, merged, self._byte_ids)))
+        ordinary = set(special_ids[in_merges].tolist())
+        special_only = special_only_ids(token_to_id.values(), special_ids.tolist(),
+                                        ordinary.__contains__)
         tokens = [t for t, i in token_to_id.items() if i not in special_only]
         ids = np.fromiter((token_to_id[t] for t in tokens), np.int32, len(tokens))
         check(lib.bpe_encoder_set_whole_tokens(self._c, b"".join(tokens),

@@ -14,6 +14,7 @@ import binascii
 import contextlib
 import itertools
 import json
+import operator
 import os
 import secrets
 import stat
@@ -316,28 +317,33 @@ def _merges_lines(lines: list[str], lineno: int, path: str) -> MergeParts:
 # ---- Hugging Face tokenizer.json ----------------------------------------------------------
 
 def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: list[str],
-                      pattern: str, ignore_merges: bool, only: set[bytes]) -> dict:
+                      pattern: str, ignore_merges: bool, only: set[bytes],
+                      as_text: set[bytes]) -> dict:
     """The tokenizer.json document: loads as is with tokenizers.Tokenizer.from_file. The
     model's vocabulary holds every token but only (the special tokens that are only that:
-    only_special). A special that no byte or merge makes is written there as its text, as
-    Hugging Face's trainer writes its specials: tokenizers gives an added token the id its
-    text has in the model's vocabulary (so a text that spells another token in GPT-2's byte
-    characters, as "é" spells the byte 0xE9, is refused: its id would not come back)."""
+    only_special), each in GPT-2's byte characters but as_text (the other specials that no
+    byte or merge makes): those as their text, as Hugging Face's trainer writes its specials,
+    since tokenizers gives an added token the id its text has in the model's vocabulary. A
+    ValueError if two tokens would be written alike (a special "é" and the byte 0xE9, which
+    GPT-2's characters spell "é"): tokenizers would give both one id."""
     specials = {s.encode("utf-8"): s for s in special_tokens}
-    merged = {t for a, b in merges for t in (a, b, a + b)}
-    model_vocab: dict[str, int] = {}
-    for i, t in sorted(vocab.items()):
-        if t not in only:
-            key = specials[t] if t in specials and len(t) > 1 and t not in merged \
-                else token_to_str(t)
-            _refuse_respelled(vocab, model_vocab, key, i)
-            model_vocab[key] = i
-    token_to_id = {t: i for i, t in vocab.items()}
-    for t, s in specials.items():
-        _refuse_respelled(vocab, model_vocab, s, token_to_id[t])
+    kept = [(specials[t] if t in as_text else token_to_str(t), i)
+            for i, t in sorted(vocab.items()) if t not in only]
+    model_vocab = dict(kept)
+    if len(model_vocab) != len(kept):  # two tokens written alike: find them
+        seen: dict[str, int] = {}
+        for key, i in kept:
+            _refuse_respelled(vocab, seen, key, i)
+            seen[key] = i
+    for i, t in vocab.items():
+        if t in specials:
+            _refuse_respelled(vocab, model_vocab, specials[t], i)
+    # tokenizers numbers an added token that is not in the model's vocabulary by its count,
+    # in the order listed: those left out of it first, which that count then gives their ids.
     added = [{"id": i, "content": specials[t], "single_word": False, "lstrip": False,
               "rstrip": False, "normalized": False, "special": True}
-             for i, t in sorted(vocab.items()) if t in specials]
+             for i, t in sorted(vocab.items(), key=lambda it: (it[1] not in only, it[0]))
+             if t in specials]
     family = pretokenizer(pattern).family
     gpt2 = family is not None and family.name == "gpt2"  # ByteLevel's own regex is GPT-2's
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
@@ -450,11 +456,18 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
         # in GPT-2's byte characters: an added token's text there, at its id, is that token.
         as_text = {t["content"] for t in added if isinstance(t["content"], str)
                    and model_vocab.get(t["content"]) == t["id"]}
+        try:  # most files: every key in GPT-2's characters (specials in ASCII read alike)
+            vocab: Vocab = dict(zip(model_vocab.values(), strs_to_tokens(list(model_vocab),
+                                                                         path)))
+        except ValueError:
+            spelled = [k for k in model_vocab if k not in as_text]
+            vocab = dict(zip((model_vocab[k] for k in spelled), strs_to_tokens(spelled, path)))
+        for content, other in respelled(as_text, merges).items():
+            raise ValueError(f"{path}: added token {content!r} is also the model's token "
+                             f"{other!r}, spelled so in GPT-2's byte characters, with the same "
+                             "id: one id cannot be both")
         for content in as_text:
-            _check_not_respelled(content, merges, path)
-        spelled = [k for k in model_vocab if k not in as_text]
-        vocab: Vocab = dict(zip((model_vocab[k] for k in spelled),
-                                strs_to_tokens(spelled, path)))
+            vocab[model_vocab[content]] = content.encode("utf-8")
         specials = []
         for t in added:
             content = t["content"]
@@ -476,22 +489,6 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
     except (KeyError, TypeError, AttributeError, UnicodeError) as e:
         raise ValueError(f"{path}: not a BPE tokenizer.json ({type(e).__name__}: {e})") from None
     return vocab, merges, specials, pattern, model.get("ignore_merges", False)
-
-
-def _check_not_respelled(content: str, merges: MergeParts, path: str) -> None:
-    """A ValueError if an added token's text, kept in the model's vocabulary at its id, is
-    also a byte or a merge's part or result spelled in GPT-2's byte characters ("Ġ", the
-    space): one id cannot be both tokens."""
-    try:
-        spelled = str_to_token(content, path)
-    except ValueError:
-        return  # not GPT-2's characters: the text itself
-    if spelled == content.encode("utf-8"):
-        return
-    if len(spelled) == 1 or any(spelled in (a, b, a + b) for a, b in merges.pairs()):
-        raise ValueError(f"{path}: added token {content!r} is also the model's token "
-                         f"{spelled!r}, spelled so in GPT-2's byte characters, with the same "
-                         "id: one id cannot be both")
 
 
 def _well_formed_merges(raw: list) -> MergeParts | None:
@@ -534,15 +531,50 @@ def _hf_merges(raw: list, path: str) -> MergeParts:
 
 # ---- tiktoken ------------------------------------------------------------------------------
 
-def only_special(vocab: Vocab, merges: Merges, special_tokens: list[str]) -> set[bytes]:
+def only_special(token_to_id: Mapping[bytes, int], special_tokens: list[str],
+                 ordinary: set[bytes]) -> set[bytes]:
     """The bytes of the special tokens that are only that (specials.special_only_ids), in a
-    vocabulary holding each byte string once and every special."""
-    token_to_id = {t: i for i, t in vocab.items()}
-    merged = {t for a, b in merges for t in (a, b, a + b)}
-    ordinary = {i for t, i in token_to_id.items() if len(t) == 1 or t in merged}
-    only = special_only_ids(vocab, [token_to_id[s.encode("utf-8")] for s in special_tokens],
-                            ordinary)
-    return {vocab[i] for i in only}
+    vocabulary holding each byte string once and every special; ordinary: the specials'
+    bytes that are a byte or a merge's part or result."""
+    id_to_special = {token_to_id[s.encode("utf-8")]: s.encode("utf-8") for s in special_tokens}
+    only = special_only_ids(token_to_id.values(), list(id_to_special),
+                            lambda i: id_to_special[i] in ordinary)
+    return {id_to_special[i] for i in only}
+
+
+def in_merges(merges: Merges, tokens: set[bytes]) -> set[bytes]:
+    """Those of tokens that a merge names or makes (200 000 merges: ~60 ms)."""
+    if not tokens or not merges:
+        return set()
+    lefts = list(map(operator.itemgetter(0), merges))
+    rights = list(map(operator.itemgetter(1), merges))
+    if len(tokens) <= 8:  # a few: looked for at C speed, no set of every part made
+        found = {t for t in tokens if t in lefts or t in rights}
+    else:
+        found = tokens & (set(lefts) | set(rights))
+    if tokens - found:
+        found |= (tokens - found) & set(map(bytes.__add__, lefts, rights))
+    return found
+
+
+def respelled(texts: Iterable[str], merges) -> dict[str, bytes]:
+    """Those of texts that spell another token in GPT-2's byte characters ("Ġ" spells the
+    space): {text: the bytes it spells} where these are a byte or a merge's part or result
+    other than the text's own UTF-8. merges: a list of pairs, or MergeParts (made pairs only
+    if a text reads as GPT-2's characters otherwise than as itself, which few do)."""
+    spelled = {}
+    for text in texts:
+        try:
+            b = str_to_token(text, "")
+        except ValueError:
+            continue  # not GPT-2's characters: only the text itself
+        if b != text.encode("utf-8"):
+            spelled[text] = b
+    longer = {b for b in spelled.values() if len(b) > 1}
+    if longer:
+        found = in_merges(merges.pairs() if isinstance(merges, MergeParts) else merges, longer)
+        longer -= found
+    return {text: b for text, b in spelled.items() if b not in longer}
 
 
 def _write_tiktoken(f, vocab: Vocab, left_out: set[bytes]) -> None:
@@ -653,8 +685,16 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     # A byte string listed twice is written once, with its lowest id, the one encoding gives
     # it (docs/spec.md 2.4): every format maps a token's bytes to one id.
     vocab = {i: t for t, i in lowest.items()}
-    only = only_special(vocab, merges, specials)
-    document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges), only)
+    special_bytes = {s.encode("utf-8") for s in specials}
+    ordinary = {t for t in special_bytes if len(t) == 1} | in_merges(merges, special_bytes)
+    only = only_special(lowest, specials, ordinary)
+    as_text = special_bytes - only - ordinary  # written as their text in tokenizer.json
+    for text, spelled in respelled((t.decode("utf-8") for t in as_text), merges).items():
+        raise ValueError(f"the special token {text!r} would be written in tokenizer.json as "
+                         f"its text, which spells the token {spelled!r} in GPT-2's byte "
+                         "characters: a loader could not tell the two apart")
+    document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges), only,
+                                 as_text)
     out_dir = os.fsdecode(os.fspath(out_dir))  # a bytes path too
     if not out_dir:
         raise ValueError("the output directory is empty")

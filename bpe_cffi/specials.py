@@ -7,7 +7,7 @@ leftmost-longest matches over UTF-8 are those over str, at whole characters.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -43,30 +43,30 @@ def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
 
 
 def special_only_ids(ids: Iterable[int], special_ids: Sequence[int],
-                     ordinary: set[int]) -> set[int]:
+                     ordinary: Callable[[int], bool]) -> set[int]:
     """The ids of the special tokens that are only that, which tokenizer files keep out of the
-    vocabulary (tiktoken's rank file, the model of tokenizer.json) and which a loader gives the
-    next ids after the vocabulary's again (add_special_ids): the specials at the top of the
-    ids, right after all the others, which run from 0 without a gap, and listed in the order
-    of their ids. Any other special is an ordinary token too (a byte, a merge's part or
-    result, a token of a vocabulary made otherwise, as Hugging Face's trainer puts its
-    specials at the start) and stays in the vocabulary, where a loader finds it by its bytes.
+    vocabulary (tiktoken's rank file, the model of tokenizer.json): the specials at the top of
+    the ids, right after all the others, which run from 0 without a gap (tokenizers numbers
+    added tokens by the model vocabulary's length), and listed in the order of their ids, so
+    that giving each special the next id after the vocabulary's (add_special_ids) gives them
+    back. Any other special is an ordinary token too (a byte, a merge's part or result, a token
+    of a vocabulary made otherwise, as Hugging Face's trainer puts its specials at the start)
+    and stays in the vocabulary, where a loader finds it by its bytes.
     ids: every token's id, each byte string once; special_ids: the specials' ids, in their
-    order; ordinary: ids that are ordinary tokens whatever their place (bytes, merges)."""
+    order; ordinary(i): whether token i is an ordinary token whatever its place (a byte, a
+    merge's part or result)."""
     position: dict[int, int] = {}
     for k, i in enumerate(special_ids):
         position.setdefault(i, k)
-    order = sorted(set(ids), reverse=True)
+    ids = set(ids)
     only: set[int] = set()
-    last = len(special_ids)  # the place in the list of the lowest special taken so far
-    for j, i in enumerate(order):
-        below = order[j + 1] if j + 1 < len(order) else -1
-        if i not in position or i in ordinary or position[i] > last or below != i - 1:
-            break
+    i, last = max(ids, default=-1), len(special_ids)  # last: the lowest taken's place
+    while i in position and position[i] <= last and (i == 0 or i - 1 in ids) \
+            and not ordinary(i):
         only.add(i)
         last = position[i]
-    rest = order[len(only):]
-    if rest and rest[0] != len(rest) - 1:  # the others leave an id out: no next id is sure
+        i -= 1
+    if only and len(ids) - len(only) != min(only):  # the others leave an id out
         return set()
     return only
 
