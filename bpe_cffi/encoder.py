@@ -80,8 +80,8 @@ class Encoder:
         token that is only that (specials.special_only_ids, the tokens a saved rank file
         leaves out): tiktoken keeps those apart from its ranks."""
         special_ids = np.array([specials.ids[s] for s in specials.tokens], np.int64)
-        in_merges = np.isin(special_ids, np.concatenate((left, right, merged, self._byte_ids)))
-        ordinary = set(special_ids[in_merges].tolist())
+        made = np.isin(special_ids, np.concatenate((left, right, merged, self._byte_ids)))
+        ordinary = set(special_ids[made].tolist())  # a byte, a merge's part or result
         special_only = special_only_ids(token_to_id.values(), special_ids.tolist(),
                                         ordinary.__contains__)
         tokens = [t for t, i in token_to_id.items() if i not in special_only]

@@ -570,11 +570,10 @@ def respelled(texts: Iterable[str], merges) -> dict[str, bytes]:
             continue  # not GPT-2's characters: only the text itself
         if b != text.encode("utf-8"):
             spelled[text] = b
-    longer = {b for b in spelled.values() if len(b) > 1}
-    if longer:
-        found = in_merges(merges.pairs() if isinstance(merges, MergeParts) else merges, longer)
-        longer -= found
-    return {text: b for text, b in spelled.items() if b not in longer}
+    longer = {b for b in spelled.values() if len(b) > 1}  # a token only if a merge has it
+    no_token = longer - in_merges(merges.pairs() if isinstance(merges, MergeParts) else merges,
+                                  longer) if longer else set()
+    return {text: b for text, b in spelled.items() if b not in no_token}
 
 
 def _write_tiktoken(f, vocab: Vocab, left_out: set[bytes]) -> None:
