@@ -107,6 +107,10 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
            text_field: str = "text") -> tuple[WordCounter, CountStats]:
     """The word counts in a C counter, and where the time went: plain text files in byte
     ranges on the pool (or Dask), then the other formats' documents (_count_documents)."""
+    if client is not None and not (callable(getattr(client, "map", None))
+                                   and callable(getattr(client, "submit", None))):
+        raise TypeError(f"client must be a dask.distributed.Client, not "
+                        f"{type(client).__name__}")
     all_paths = resolve_inputs(input_path)
     special_tokens = unique_specials(special_tokens)  # once: an iterator is read once
     paths = [p for p in all_paths if kind_of(p) == "text"]

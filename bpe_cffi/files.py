@@ -747,4 +747,7 @@ def load_counts(path) -> dict[bytes, int]:
             or (values < 0).any()):
         raise ValueError(f"{path}: inconsistent word-count file")
     from .counter import arrays_to_counts
-    return arrays_to_counts((blob, offsets, values))
+    counts = arrays_to_counts((blob, offsets, values))
+    if len(counts) != len(values):  # save_counts writes each word once
+        raise ValueError(f"{path}: inconsistent word-count file (a word listed twice)")
+    return counts

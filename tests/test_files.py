@@ -418,9 +418,11 @@ def test_counts_file_broken_or_inconsistent(tmp_path):
     path.write_bytes(b"PK\x03\x04" + bytes(100))
     with pytest.raises(ValueError, match="counts.npz: not a bpe_cffi word-count file"):
         bpe_cffi.load_counts(path)
-    for offsets, counts in [([0, 3, 1, 4], [1, 1, 1]), ([0, 2, 4], [1, -1])]:
+    # A word listed twice kept its last count only.
+    for words, offsets, counts in [(b"abcd", [0, 3, 1, 4], [1, 1, 1]),
+                                   (b"abcd", [0, 2, 4], [1, -1]), (b"abab", [0, 2, 4], [1, 2])]:
         with open(path, "wb") as f:
-            np.savez(f, words=np.frombuffer(b"abcd", np.uint8), offsets=np.array(offsets),
+            np.savez(f, words=np.frombuffer(words, np.uint8), offsets=np.array(offsets),
                      counts=np.array(counts), format=np.array(["bpe_cffi word counts 1"]))
         with pytest.raises(ValueError, match="counts.npz: inconsistent word-count file"):
             bpe_cffi.load_counts(path)

@@ -605,3 +605,15 @@ def test_worker_errors_are_small_enough_to_send_whole(tmp_path):
     assert len(str(caught.value)) == 1000
     assert len(pickle.dumps(caught.value)) < 2048  # also with tblib's pickling (Dask's)
     assert caught.value.__context__ is None
+
+
+def test_a_client_that_is_no_dask_client_is_named(tmp_path):
+    # An int or an address str failed deep inside with "'int' object has no attribute 'map'";
+    # with an empty file the client was ignored.
+    path = write(tmp_path, "hello world")
+    empty = write(tmp_path, "", "empty.txt")
+    for client in (5, "tcp://scheduler:8786"):
+        for corpus in (path, empty):
+            with pytest.raises(TypeError, match="client must be a dask.distributed.Client, "
+                                                f"not {type(client).__name__}"):
+                bpe_cffi.train_bpe(corpus, 300, [], client=client)
