@@ -462,7 +462,7 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
         except ValueError:
             spelled = [k for k in model_vocab if k not in as_text]
             vocab = dict(zip((model_vocab[k] for k in spelled), strs_to_tokens(spelled, path)))
-        for content, other in respelled(as_text, merges).items():
+        for content, other in _respelled(as_text, merges).items():
             raise ValueError(f"{path}: added token {content!r} is also the model's token "
                              f"{other!r}, spelled so in GPT-2's byte characters, with the same "
                              "id: one id cannot be both")
@@ -542,7 +542,7 @@ def only_special(token_to_id: Mapping[bytes, int], special_tokens: list[str],
     return {id_to_special[i] for i in only}
 
 
-def in_merges(merges: Merges, tokens: set[bytes]) -> set[bytes]:
+def _in_merges(merges: Merges, tokens: set[bytes]) -> set[bytes]:
     """Those of tokens that a merge names or makes (200 000 merges: ~60 ms)."""
     if not tokens or not merges:
         return set()
@@ -557,7 +557,7 @@ def in_merges(merges: Merges, tokens: set[bytes]) -> set[bytes]:
     return found
 
 
-def respelled(texts: Iterable[str], merges) -> dict[str, bytes]:
+def _respelled(texts: Iterable[str], merges) -> dict[str, bytes]:
     """Those of texts that spell another token in GPT-2's byte characters ("Ġ" spells the
     space): {text: the bytes it spells} where these are a byte or a merge's part or result
     other than the text's own UTF-8. merges: a list of pairs, or MergeParts (made pairs only
@@ -571,7 +571,7 @@ def respelled(texts: Iterable[str], merges) -> dict[str, bytes]:
         if b != text.encode("utf-8"):
             spelled[text] = b
     longer = {b for b in spelled.values() if len(b) > 1}  # a token only if a merge has it
-    no_token = longer - in_merges(merges.pairs() if isinstance(merges, MergeParts) else merges,
+    no_token = longer - _in_merges(merges.pairs() if isinstance(merges, MergeParts) else merges,
                                   longer) if longer else set()
     return {text: b for text, b in spelled.items() if b not in no_token}
 
@@ -685,10 +685,10 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     # it (docs/spec.md 2.4): every format maps a token's bytes to one id.
     vocab = {i: t for t, i in lowest.items()}
     special_bytes = {s.encode("utf-8") for s in specials}
-    ordinary = {t for t in special_bytes if len(t) == 1} | in_merges(merges, special_bytes)
+    ordinary = {t for t in special_bytes if len(t) == 1} | _in_merges(merges, special_bytes)
     only = only_special(lowest, specials, ordinary)
     as_text = special_bytes - only - ordinary  # written as their text in tokenizer.json
-    for text, spelled in respelled((t.decode("utf-8") for t in as_text), merges).items():
+    for text, spelled in _respelled((t.decode("utf-8") for t in as_text), merges).items():
         raise ValueError(f"the special token {text!r} would be written in tokenizer.json as "
                          f"its text, which spells the token {spelled!r} in GPT-2's byte "
                          "characters: a loader could not tell the two apart")
