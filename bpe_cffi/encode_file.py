@@ -21,7 +21,7 @@ from .counting import resolve_workers
 from .documents import documents, jsonl_lines_named, kind_of, parts
 from .files import atomic_write
 from .iterator_counting import batches
-from .pool import process_pool, small_errors, spill_directory
+from .pool import process_pool, pool_job, spill_directory
 from .progress import progress_bar
 from .sources import (STDIN, decode_range, file_size, read_range_bytes, refuse_overwriting,
                       resolve_inputs)
@@ -232,7 +232,7 @@ def _init_worker(tokenizer) -> None:
     tokenizer.num_threads = 1  # the pool already keeps every core busy
 
 
-@small_errors
+@pool_job
 def _encode_job(job) -> tuple[str, int, int, int]:
     """What each worker runs (see _jobs): the ids of a plain file's byte range, or of a part's
     documents or a run of small files with the separator between them, written to a file in

@@ -23,7 +23,7 @@ from .counter import WordCounter
 from .documents import JsonLines, Part, documents, jsonl_block_documents
 from .counting import SCANNER_BYTES_PER_WORKER, CountStats, resolve_workers
 from .patterns import GPT2_PATTERN, pretokenizer
-from .pool import (process_pool, small_errors, spill_arrays, spill_directory,
+from .pool import (process_pool, pool_job, spill_arrays, spill_directory,
                    take_spilled_arrays)
 from .progress import progress_bar
 from .specials import unique_specials
@@ -72,7 +72,7 @@ def _add_spilled(result: tuple[str, int, float], total: WordCounter, stats: Coun
     bar.update(n_bytes)
 
 
-@small_errors
+@pool_job
 def _count_batch(job: tuple[list[str], str, tuple[str, ...], str, JsonLines | None]
                  ) -> tuple[str, int, float]:
     """What each pool worker runs: one batch's pre-token counts, spilled to a file (pool.py
@@ -86,7 +86,7 @@ def _count_batch(job: tuple[list[str], str, tuple[str, ...], str, JsonLines | No
     return spilled, n_bytes, tok_s
 
 
-@small_errors
+@pool_job
 def _count_part(job: tuple[Part, str, str, tuple[str, ...], str]) -> tuple[str, int, float]:
     """What each pool worker runs for a part of a file read as documents (documents.py):
     its pre-token counts, spilled to a file; returns the file's path, the part's bytes of

@@ -5,22 +5,32 @@ parent should act on it. The parent's KeyboardInterrupt leaves the `with` block,
 terminates the workers at once, so none is left behind. Exceptions raised in a worker reach
 the caller with their own type and message (multiprocessing pickles them back).
 
+Any other way out of the `with` block (the end of the work, or an error in a worker or in the
+parent) does not kill the workers: it asks them to stop, closes the pool and waits for them.
+Pool.terminate kills a worker wherever it is, and one killed while it holds the lock of the
+pool's result queue (sending a result) leaves the lock held for ever: the pool's task
+handler then blocks in its last put on that queue, and terminate, which joins that thread,
+never returns (a worker's error ended so about one time in ten under the sanitizers). So a
+`with` block left by an exception sets the pool's stop event, every job that starts after
+that returns None at once (pool_job), and the wait lasts at most the jobs already running.
+
 Large results do not travel back through the pool's result pipe: a worker writes them to a
-file in a spill directory and sends only their small description. Pool.terminate kills the
-workers wherever they are, and one killed part-way through sending a large result leaves
-half a message in the pipe; the pool's result-handler thread then waits forever for the
-rest, and terminate never returns (Ctrl-C during a pooled encode_file hung so about one time
-in twenty). A message shorter than the pipe's atomic write size (PIPE_BUF, at least 512 bytes
-by POSIX, 4 096 on Linux) is written whole or not at all, so a small one cannot be cut.
-The same holds for a worker's exception: multiprocessing sends it with its formatted
-traceback, which a deep stack makes larger than that, so worker functions raise through
-small_errors, which sends the type and the message (at most 1 000 characters) alone.
+file in a spill directory and sends only their small description. A worker killed part-way
+through sending a large result leaves half a message in the pipe; the pool's result-handler
+thread then waits forever for the rest, and terminate never returns (Ctrl-C during a pooled
+encode_file hung so about one time in twenty). A message shorter than the pipe's atomic
+write size (PIPE_BUF, at least 512 bytes by POSIX, 4 096 on Linux) is written whole or not
+at all, so a small one cannot be cut. The same holds for a worker's exception:
+multiprocessing sends it with its formatted traceback, which a deep stack makes larger than
+that, so worker functions raise through pool_job, which sends the type and the message (at
+most 1 000 characters) alone.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import multiprocessing
+import multiprocessing.pool
 import os
 import signal
 import tempfile
@@ -32,13 +42,25 @@ import numpy as np
 _MAX_MESSAGE = 1000
 
 
-def small_errors(fn: Callable) -> Callable:
-    """For pool worker functions of one argument: an exception leaves with its type and its
-    message only (see above); one whose type cannot be made from a message alone
-    (UnicodeEncodeError takes five arguments) leaves as the nearest of its base classes that
-    can, so that callers catching it (a ValueError) still do."""
+_stop = None  # in pool workers: the pool's stop event
+
+
+def stopping() -> bool:
+    """Whether this process is a worker of a pool whose parent has given up on the work (an
+    error): what is left of a job need not be done."""
+    return _stop is not None and _stop.is_set()
+
+
+def pool_job(fn: Callable) -> Callable:
+    """For pool worker functions of one argument: a job that starts once the pool is stopping
+    returns None at once, and an exception leaves with its type and its message only (see
+    above); one whose type cannot be made from a message alone (UnicodeEncodeError takes five
+    arguments) leaves as the nearest of its base classes that can, so that callers catching
+    it (a ValueError) still do."""
     @functools.wraps(fn)
     def run(job):
+        if stopping():
+            return None
         try:
             return fn(job)
         except Exception as e:
@@ -58,16 +80,44 @@ def small_errors(fn: Callable) -> Callable:
     return run
 
 
-def _worker_start(initializer: Callable | None, initargs: tuple) -> None:
+def _worker_start(stop, initializer: Callable | None, initargs: tuple) -> None:
+    global _stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _stop = stop
     if initializer is not None:
         initializer(*initargs)
 
 
-def process_pool(processes: int, initializer: Callable | None = None, initargs: tuple = ()):
-    """A multiprocessing Pool of the default start method (fork, spawn or forkserver)."""
-    return multiprocessing.get_context().Pool(processes, initializer=_worker_start,
-                                              initargs=(initializer, initargs))
+@contextlib.contextmanager
+def process_pool(processes: int, initializer: Callable | None = None,
+                 initargs: tuple = ()) -> Iterator[multiprocessing.pool.Pool]:
+    """A multiprocessing Pool of the default start method (fork, spawn or forkserver), for a
+    `with` block; on leaving it, the workers are waited for, or killed on KeyboardInterrupt
+    (see above)."""
+    context = multiprocessing.get_context()
+    stop = context.Event()
+    pool = context.Pool(processes, initializer=_worker_start,
+                        initargs=(stop, initializer, initargs))
+    try:
+        yield pool
+    except Exception:
+        stop.set()
+        _close(pool)
+        raise
+    except BaseException:
+        pool.terminate()
+        raise
+    _close(pool)
+
+
+def _close(pool: multiprocessing.pool.Pool) -> None:
+    """Lets the pool's workers finish the jobs they have and waits for them to exit."""
+    pool.close()
+    try:
+        pool.join()
+    except BaseException:  # Ctrl-C while waiting
+        pool.terminate()
+        raise
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import numpy as np
 
 from .counter import Arrays, WordCounter, utf8_offsets
 from .patterns import pretokenizer
-from .pool import small_errors, spill_arrays
+from .pool import pool_job, spill_arrays, stopping
 from .sources import decode_range, read_range_bytes
 from .specials import SpecialTokens
 
@@ -112,9 +112,12 @@ def set_progress(counter) -> None:
 
 def tally_group(tasks: list[Task], report=None) -> Tally:
     """One worker's share of the ranges, tallied together; report(n_bytes) after each range
-    (in pool workers, with no report, progress goes to the shared count instead)."""
+    (in pool workers, with no report, progress goes to the shared count instead; the rest
+    is left undone once the pool is stopping)."""
     tally = Tally(*tasks[0][3:])
     for path, start, end, *_ in tasks:
+        if stopping():
+            break
         tally.add_range(path, start, end)
         if report is not None:
             report(end - start)
@@ -124,7 +127,7 @@ def tally_group(tasks: list[Task], report=None) -> Tally:
     return tally
 
 
-@small_errors
+@pool_job
 def count_group(job) -> tuple[str, int, float, float]:
     """What each pool worker runs: its group's word counts, spilled to a file (pool.py says
     why); returns the file's path with the group's statistics."""

@@ -18,6 +18,7 @@ import bpe_cffi
 from bpe_cffi import counting, encode_file, tally
 from bpe_cffi.counter import arrays_to_counts
 from bpe_cffi.patterns import char_classes, pretokenizer
+from bpe_cffi.pool import pool_job, process_pool
 from bpe_cffi._lib import ffi, lib
 
 import reference
@@ -558,9 +559,8 @@ def test_worker_errors_of_types_that_take_more_than_a_message(tmp_path):
     # A lone surrogate in a JSON lines record is a UnicodeEncodeError in the worker, which
     # cannot be made from a message alone: it came back as a RuntimeError, which the command
     # line shows as a traceback. It comes back as its nearest base class that can.
-    from bpe_cffi.pool import small_errors
 
-    @small_errors
+    @pool_job
     def encode(text):
         return text.encode("utf-8")
 
@@ -589,12 +589,42 @@ def test_json_lines_nested_too_deeply_and_closed_standard_input(tmp_path):
     assert b"ValueError: standard input is closed" in proc.stderr, proc.stderr[-500:]
 
 
+@pool_job
+def _finish_slowly_or_fail(job):
+    """A pool job for the test below: leaves a mark after half a second, or fails once the
+    first job has started."""
+    kind, mark = job
+    if kind == "fail":
+        while not os.path.exists(mark):
+            time.sleep(0.01)
+        raise ValueError("this job fails")
+    if kind == "first":
+        open(mark + "-started", "w").close()
+    time.sleep(0.5)
+    open(mark, "w").close()
+
+
+def test_a_worker_error_lets_running_jobs_end_and_skips_the_rest(tmp_path):
+    # Pool.terminate killed the workers on any error, and a worker killed while it held the
+    # result queue's lock left the pool's task handler blocked for ever, and terminate with
+    # it (a sanitizer run hung so). Now the jobs running end, and those not started return.
+    marks = [str(tmp_path / str(k)) for k in range(20)]
+    jobs = [("first", marks[0]), ("fail", marks[0] + "-started")] + \
+        [("other", m) for m in marks[1:]]
+    with pytest.raises(ValueError, match="this job fails"):
+        with process_pool(2) as pool:
+            for _ in pool.imap_unordered(_finish_slowly_or_fail, jobs):
+                pass
+    done = [m for m in marks if os.path.exists(m)]
+    assert marks[0] in done  # it was running: not killed
+    assert len(done) <= 3  # at most one more per worker started before the error arrived
+
+
 def test_worker_errors_are_small_enough_to_send_whole(tmp_path):
     # A worker's exception travels with its formatted traceback; one longer than an atomic
     # pipe write can be cut by Pool.terminate (bpe_cffi/pool.py), so it leaves small.
-    from bpe_cffi.pool import small_errors
 
-    @small_errors
+    @pool_job
     def deep(n):
         if n:
             return deep.__wrapped__(n - 1)
