@@ -16,7 +16,7 @@ import numpy as np
 
 from ._lib import check, ffi, lib
 from .chunking import Edges
-from .counter import utf8_offsets
+from .counter import utf8_documents, utf8_offsets
 from .files import MergeNotInVocabulary, MergeParts, offsets_of
 from .patterns import Pretokenizer
 from .specials import Pieces, SpecialTokens, special_only_ids
@@ -215,15 +215,18 @@ class Encoder:
     def _prepare(self, texts: list[str]):
         """A run of texts as one UTF-8 buffer and its pieces: a text's pieces are those
         between its specials, and its last piece ends it."""
-        data, offsets = utf8_offsets(texts)  # lone surrogates raise here
-        pieces, last_piece = self.specials.document_pieces(data, offsets)
+        data, starts, ends = utf8_documents(texts)  # lone surrogates raise here
+        pieces, last_piece = self.specials.document_pieces(data, starts, ends)
         return data, pieces, last_piece
 
     def _encode_prepared(self, data: bytes, pieces: Pieces, last_piece: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray]:
         """encode_batch of a prepared run of texts, in one C call."""
         ids, piece_ends = self._call(data, pieces, want_ends=True)
-        return self._checked(ids, data), piece_ends[last_piece]
+
+        def texts() -> bytes:  # for the error's message: the texts without their separators
+            return b"".join(data[a:b] for a, b in zip(pieces[0], pieces[1]))
+        return self._checked(ids, texts), piece_ends[last_piece]
 
     # ---- patterns without a C scanner ----
 
@@ -283,8 +286,10 @@ class Encoder:
         return n_out[0]
 
     def _checked(self, ids: np.ndarray, text) -> np.ndarray:
-        """ids, or the ValueError for a byte the vocabulary has no token for (its id is -1)."""
+        """ids, or the ValueError for a byte the vocabulary has no token for (its id is -1);
+        text: what was encoded, or a function that gives it."""
         if self._missing_bytes and len(ids) and ids.min() < 0:
+            text = text() if callable(text) else text
             data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
             missing = sorted({b for b in data if self._byte_ids[b] < 0})
             raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "

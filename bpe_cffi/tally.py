@@ -13,7 +13,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .counter import Arrays, WordCounter, utf8_offsets
+from .counter import Arrays, WordCounter, utf8_documents, utf8_offsets
 from .patterns import pretokenizer
 from .pool import pool_job, spill_arrays, stopping
 from .sources import decode_range, read_range_bytes
@@ -56,10 +56,10 @@ class Tally:
         """Counts the units of each document apart: no unit joins two of them."""
         t = time.perf_counter()
         if self.pretokenizer.family is not None:
-            data, offsets = utf8_offsets(docs)  # lone surrogates raise here
-            (starts, ends, _), _ = self.specials.document_pieces(data, offsets)
+            data, doc_starts, doc_ends = utf8_documents(docs)  # lone surrogates raise here
+            (starts, ends, _), _ = self.specials.document_pieces(data, doc_starts, doc_ends)
             self.units.add_units(self.pretokenizer.scanner, data, starts, ends)
-            self.n_bytes += len(data)
+            self.n_bytes += int(doc_ends.sum() - doc_starts.sum())
         else:
             self._add_pre_tokens(piece for d in docs
                                  for piece, is_special in self.specials.split(d)

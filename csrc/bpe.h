@@ -146,6 +146,12 @@ int bpe_find_specials(const uint8_t *text, int64_t n, int64_t from, const uint8_
  * ascending, each at most the text's number of characters (BPE_EINVAL if not). */
 int bpe_utf8_char_offsets(const uint8_t *text, int64_t n, int64_t *offsets, int64_t k);
 
+/* Where the k >= 1 documents of UTF-8 text[0 .. n) joined by NUL bytes lie: document i is
+ * text[starts[i] .. ends[i]). BPE_EINVAL if the text does not hold exactly k - 1 NUL bytes
+ * (a document holds U+0000, which UTF-8 writes as that byte alone). */
+int bpe_utf8_split_at_nul(const uint8_t *text, int64_t n, int64_t *starts, int64_t *ends,
+                          int64_t k);
+
 /* ---- encoding (encode.c) ------------------------------------------------------------------ */
 
 /* Encodes pieces of UTF-8 text, the one way in for every encode method: piece i is

@@ -78,4 +78,21 @@ int bpe_utf8_char_offsets(const uint8_t *text, int64_t n, int64_t *offsets, int6
     return BPE_OK;
 }
 
+int bpe_utf8_split_at_nul(const uint8_t *text, int64_t n, int64_t *starts, int64_t *ends,
+                          int64_t k) {
+    if (k < 1 || n < 0 || (n > 0 && !text) || !starts || !ends) return BPE_EINVAL;
+    int64_t at = 0;
+    for (int64_t i = 0; i < k - 1; i++) {
+        const uint8_t *nul = n > at ? memchr(text + at, 0, (size_t)(n - at)) : NULL;
+        if (!nul) return BPE_EINVAL;
+        starts[i] = at;
+        ends[i] = nul - text;
+        at = ends[i] + 1;
+    }
+    if (n > at && memchr(text + at, 0, (size_t)(n - at))) return BPE_EINVAL;
+    starts[k - 1] = at;
+    ends[k - 1] = n;
+    return BPE_OK;
+}
+
 int bpe_is_whitespace(uint32_t cp) { return utf8_is_space(cp); }

@@ -20,6 +20,8 @@ for pattern in (bpe_cffi.GPT2_PATTERN, "(?:" + bpe_cffi.GPT2_PATTERN + ")"):
     assert tok.decode(ids) == text + "<|endoftext|>" + "x" * 500
     texts = [text[:3000], "", "a<|endoftext|>b", "<|endof", "text|>", text[3000:9000]]
     assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
+    texts.append("a\0b")  # U+0000: the texts joined without separators
+    assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
 # Several specials, some sharing a first byte (memchr) and one not (a table of first bytes).
 specials = ["<|endoftext|>", "<|fim|>", "[SEP]"]
 tok_specials = bpe_cffi.Tokenizer(vocab, merges, specials)

@@ -884,23 +884,42 @@ def test_encode_batch_to_numpy_on_threads(tok):
     assert [ids[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == tok.encode_batch(docs)
 
 
-@pytest.mark.parametrize("specials", [[EOT], [EOT, "<|end", "<pad>"]])
+@pytest.mark.parametrize("specials", [[EOT], [EOT, "<|end", "<pad>"], [EOT, "x\0y"]])
 @given(docs=st.lists(st.lists(st.sampled_from(["a", "é ", EOT, EOT[:5], EOT[5:], "<pad>",
-                                               "<|end", "d>", "<|", "\n"]), max_size=6)
+                                               "<|end", "d>", "<|", "\n", "x", "y", "\0"]),
+                              max_size=6)
                      .map("".join), min_size=1, max_size=10),
        repeat=st.sampled_from([1, 4000]))
 @settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 def test_document_pieces_equal_each_document_searched_alone(specials, docs, repeat):
     # The specials of the joined documents are found once, unless one straddles two documents;
     # either way the pieces are those of each document searched on its own. repeat: over
-    # 64 KB the search takes its array form.
-    from bpe_cffi.counter import utf8_offsets
+    # 64 KB the search takes its array form. The documents back to back (utf8_offsets) or
+    # joined by U+0000 (utf8_documents, unless one holds it), which a special may hold too.
+    from bpe_cffi.counter import utf8_documents, utf8_offsets
     from bpe_cffi.specials import SpecialTokens
     found = SpecialTokens(specials, {s: i for i, s in enumerate(specials)})
     data, offsets = utf8_offsets(docs * repeat)
-    (starts, ends, ids), last = found.document_pieces(data, offsets)
-    (want_starts, want_ends, want_ids), want_last = found._pieces_one_by_one(data, offsets)
-    assert list(map(int, starts)) == want_starts.tolist()
-    assert list(map(int, ends)) == want_ends.tolist()
-    assert list(map(int, ids)) == want_ids.tolist()
-    assert list(map(int, last)) == want_last.tolist()
+    joined, doc_starts, doc_ends = utf8_documents(docs * repeat)
+    assert [joined[a:b] for a, b in zip(doc_starts, doc_ends)] == \
+        [data[a:b] for a, b in zip(offsets, offsets[1:])]
+    for data, doc_starts, doc_ends in ((data, offsets[:-1], offsets[1:]),
+                                       (joined, doc_starts, doc_ends)):
+        (starts, ends, ids), last = found.document_pieces(data, doc_starts, doc_ends)
+        (want_starts, want_ends, want_ids), want_last = \
+            found._pieces_one_by_one(data, doc_starts, doc_ends)
+        assert list(map(int, starts)) == want_starts.tolist()
+        assert list(map(int, ends)) == want_ends.tolist()
+        assert list(map(int, ids)) == want_ids.tolist()
+        assert list(map(int, last)) == want_last.tolist()
+
+
+def test_utf8_documents_are_the_texts_joined():
+    from bpe_cffi.counter import utf8_documents
+    for texts in ([], [""], ["", ""], ["a", "", "é字🙂"], ["a\0b", "c"], ["\0"], ["a", "\0"]):
+        data, starts, ends = utf8_documents(texts)
+        assert [data[a:b].decode() for a, b in zip(starts, ends)] == texts
+        separated = not any("\0" in t for t in texts)
+        assert data == ("\0" if separated else "").join(texts).encode()
+    with pytest.raises(UnicodeEncodeError):
+        utf8_documents(["a", "\ud800"])
