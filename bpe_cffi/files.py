@@ -318,14 +318,15 @@ def _merges_lines(lines: list[str], lineno: int, path: str) -> MergeParts:
 
 def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: list[str],
                       pattern: str, ignore_merges: bool, only: set[bytes],
-                      as_text: set[bytes]) -> dict:
+                      as_text: set[bytes], not_special: frozenset[str] = frozenset()) -> dict:
     """The tokenizer.json document: loads as is with tokenizers.Tokenizer.from_file. The
     model's vocabulary holds every token but only (the special tokens that are only that:
     only_special), each in GPT-2's byte characters but as_text (the other specials that no
     byte or merge makes): those as their text, as Hugging Face's trainer writes its specials,
     since tokenizers gives an added token the id its text has in the model's vocabulary. A
     ValueError if two tokens would be written alike (a special "é" and the byte 0xE9, which
-    GPT-2's characters spell "é"): tokenizers would give both one id."""
+    GPT-2's characters spell "é"): tokenizers would give both one id. not_special: added
+    tokens written with "special": false (as loaded)."""
     specials = {s.encode("utf-8"): s for s in special_tokens}
     kept = [(specials[t] if t in as_text else token_to_str(t), i)
             for i, t in sorted(vocab.items()) if t not in only]
@@ -341,7 +342,7 @@ def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: list[str],
     # tokenizers numbers an added token that is not in the model's vocabulary by its count,
     # in the order listed: those left out of it first, which that count then gives their ids.
     added = [{"id": i, "content": specials[t], "single_word": False, "lstrip": False,
-              "rstrip": False, "normalized": False, "special": True}
+              "rstrip": False, "normalized": False, "special": specials[t] not in not_special}
              for i, t in sorted(vocab.items(), key=lambda it: (it[1] not in only, it[0]))
              if t in specials]
     family = pretokenizer(pattern).family
@@ -433,10 +434,10 @@ def _check_hf_model(doc: dict, path: str) -> None:
                                  "bpe_cffi matches added tokens as they are written")
 
 
-def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
-    """Reads a tokenizer.json: (vocab, merges, special tokens, pattern, ignore_merges). Every
-    added token, special or not, is a special token of bpe_cffi's: tokenizers takes them all
-    out of the text before its pre-tokenizer. A setting that changes ids in a way bpe_cffi
+def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[str]]:
+    """Reads a tokenizer.json: (vocab, merges, special tokens, pattern, ignore_merges, the
+    added tokens marked "special": false). Every added token, special or not, is a special
+    token of bpe_cffi's: tokenizers takes them all out of the text before its pre-tokenizer. A setting that changes ids in a way bpe_cffi
     does not follow is a ValueError (see _check_hf_model, _hf_pattern); the post-processor
     (a BOS token that tokenizers adds by default, say) is left to the caller."""
     path = check_regular_file(os.fspath(path), "a Hugging Face tokenizer.json")
@@ -488,7 +489,8 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool]:
         pattern = _hf_pattern(doc.get("pre_tokenizer"), path)
     except (KeyError, TypeError, AttributeError, UnicodeError) as e:
         raise ValueError(f"{path}: not a BPE tokenizer.json ({type(e).__name__}: {e})") from None
-    return vocab, merges, specials, pattern, model.get("ignore_merges", False)
+    not_special = frozenset(t["content"] for t in added if t.get("special", True) is False)
+    return vocab, merges, specials, pattern, model.get("ignore_merges", False), not_special
 
 
 def _well_formed_merges(raw: list) -> MergeParts | None:
@@ -655,14 +657,18 @@ def check_vocab(vocab) -> None:
 
 
 def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = (),
-         pattern: str = GPT2_PATTERN, *, ignore_merges: bool = False) -> list[str]:
+         pattern: str = GPT2_PATTERN, *, ignore_merges: bool = False,
+         not_special: Iterable[str] = ()) -> list[str]:
     """Writes the four formats into out_dir (created if needed); returns their paths. All is
     checked before a file is written: vocab, merges (pairs of bytes whose tokens, and the
     token each makes, are in vocab), special_tokens (a list of str) and the pattern. A
     special token whose bytes are no token of vocab gets the next id, as Tokenizer gives it;
     a token listed twice is written once, with its lowest id. The four files are written
     whole, then put in place together: an existing file is replaced only once all four
-    successors are complete. ignore_merges: written into tokenizer.json (see Tokenizer)."""
+    successors are complete. ignore_merges: written into tokenizer.json (see Tokenizer).
+    not_special: special tokens that tokenizer.json lists as added tokens with "special":
+    false, as a tokenizer.json it was loaded from had them (Hugging Face's decode with
+    skip_special_tokens keeps those); they encode as every special token does."""
     specials = unique_specials(special_tokens)  # one str is refused: its characters are no tokens
     check_vocab(vocab)
     merges = list(merges)
@@ -692,8 +698,12 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
         raise ValueError(f"the special token {text!r} would be written in tokenizer.json as "
                          f"its text, which spells the token {spelled!r} in GPT-2's byte "
                          "characters: a loader could not tell the two apart")
+    not_special = frozenset(unique_specials(not_special))
+    if not not_special <= set(specials):
+        raise ValueError(f"not_special names {sorted(not_special - set(specials))!r}, which "
+                         "are not among the special tokens")
     document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges), only,
-                                 as_text)
+                                 as_text, not_special)
     out_dir = os.fsdecode(os.fspath(out_dir))  # a bytes path too
     if not out_dir:
         raise ValueError("the output directory is empty")

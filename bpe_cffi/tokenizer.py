@@ -73,6 +73,9 @@ class Tokenizer:
                                 _check_cache_bytes(cache_bytes), ignore_merges)
         self._decoder = Decoder(self.id_to_token, self.vocab_size)
         self._subset_encoders: dict[frozenset, Encoder] = {}
+        # Added tokens that a tokenizer.json marked "special": false: encoded as every special
+        # token is (tokenizers matches both kinds alike), kept only to be written so again.
+        self._not_special: frozenset[str] = frozenset()
 
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
@@ -170,9 +173,11 @@ class Tokenizer:
             if pattern is not None or special_tokens is not None:
                 raise ValueError(f"{path} holds its own pattern and special tokens: load it "
                                  "without pattern= and special_tokens=")
-            vocab, merges, specials, pattern, ignore = load_hf(path)
-            return _named(path, lambda: cls(vocab, merges, specials, pattern,
-                                            ignore_merges=ignore, **options))
+            vocab, merges, specials, pattern, ignore, not_special = load_hf(path)
+            tok = _named(path, lambda: cls(vocab, merges, specials, pattern,
+                                           ignore_merges=ignore, **options))
+            tok._not_special = not_special  # written back by save
+            return tok
         pattern = GPT2_PATTERN if pattern is None else pattern
         path = os.path.join(d, "vocab.json")
         if os.path.lexists(path):
@@ -190,7 +195,7 @@ class Tokenizer:
     def save(self, directory) -> list[str]:
         """Writes vocab.json, merges.txt, tokenizer.json and tokenizer.tiktoken."""
         return save(self.id_to_token, self.merges, directory, self.special_tokens, self.pattern,
-                    ignore_merges=self.ignore_merges)
+                    ignore_merges=self.ignore_merges, not_special=self._not_special)
 
     def __len__(self) -> int:
         """The number of tokens, special tokens included."""

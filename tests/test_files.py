@@ -58,7 +58,7 @@ def test_each_format_loads_alone(saved, trained, tmp_path):
     want = Tokenizer(vocab, merges, [EOT]).encode(TEXT)
     v, m = files.load_gpt2(saved / "vocab.json", saved / "merges.txt")
     assert (v, m.pairs()) == (vocab, merges)
-    v, m, specials, pattern, _ = files.load_hf(saved / "tokenizer.json")
+    v, m, specials, pattern, _, _ = files.load_hf(saved / "tokenizer.json")
     assert (v, m.pairs(), specials, pattern) == (vocab, merges, [EOT], bpe_cffi.GPT2_PATTERN)
     v = files.load_tiktoken(saved / "tokenizer.tiktoken")
     assert v == {i: t for i, t in vocab.items() if t != EOT.encode()}
@@ -122,7 +122,7 @@ def test_every_byte_string_survives_every_format(tmp_path, extra):
     bpe_cffi.save(vocab, merges, out, specials)
     v, m = files.load_gpt2(out / "vocab.json", out / "merges.txt")
     assert (v, m.pairs()) == (vocab, merges)
-    v, m, sp, _, _ = files.load_hf(out / "tokenizer.json")
+    v, m, sp, _, _, _ = files.load_hf(out / "tokenizer.json")
     assert (v, m.pairs(), sp) == (vocab, merges, specials)
     plain = {i: t for i, t in vocab.items() if t not in {s.encode() for s in specials}}
     assert files.load_tiktoken(out / "tokenizer.tiktoken") == plain
@@ -900,6 +900,30 @@ def test_hugging_face_trained_files_load_and_save_with_their_ids(tmp_path, speci
     ranks_only = Tokenizer.load(_only(tmp_path / "again", "tokenizer.tiktoken", tmp_path),
                                 pattern="gpt2", special_tokens=[special])
     assert ranks_only.special_ids == {special: 0} and ranks_only.encode(text) == want
+
+
+def test_added_tokens_that_are_not_special_stay_so_when_saved_again(tmp_path):
+    # An added token marked "special": false was written back as special, so that Hugging
+    # Face's decode with skip_special_tokens then dropped its text.
+    import tokenizers
+    hf, path = _hf_trained(tmp_path, EOT)
+    hf.add_tokens([tokenizers.AddedToken("<think>", special=False, normalized=False)])
+    hf.save(str(path / "tokenizer.json"))
+    ours = Tokenizer.load(path)
+    text = f"a <think>b{EOT}c"
+    want = hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode(text) == want
+    ours.save(tmp_path / "again")
+    again = tokenizers.Tokenizer.from_file(str(tmp_path / "again" / "tokenizer.json"))
+    assert {t.content: t.special for t in again.get_added_tokens_decoder().values()} == \
+        {EOT: True, "<think>": False}
+    assert again.encode(text, add_special_tokens=False).ids == want
+    assert again.decode(want, skip_special_tokens=True) == \
+        hf.decode(want, skip_special_tokens=True)
+    assert Tokenizer.load(tmp_path / "again").encode(text) == want
+    with pytest.raises(ValueError, match="not_special names \\['<x>'\\]"):
+        bpe_cffi.save(ours.id_to_token, ours.merges, tmp_path / "bad", [EOT],
+                      not_special=["<x>"])
 
 
 def test_a_special_token_that_is_a_token_no_merge_makes_keeps_its_id_in_every_file(tmp_path):
