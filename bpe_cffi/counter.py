@@ -70,14 +70,17 @@ def utf8_offsets(pieces: Sequence[str]) -> tuple[bytes, np.ndarray]:
     return blob, offsets
 
 
-def utf8_documents(texts: Sequence[str]) -> tuple[bytes, np.ndarray, np.ndarray]:
+def utf8_documents(texts: Sequence[str], separated: bool = True
+                   ) -> tuple[bytes, np.ndarray, np.ndarray]:
     """The UTF-8 of texts joined by U+0000 (the byte 0, which no other character holds), and
     where each text's bytes start and end (int64, one each). C finds the separators again with
     memchr, in less time than the texts' lengths take to read and make byte offsets
-    (utf8_offsets). A text that holds U+0000 itself leaves them joined without separators."""
+    (utf8_offsets). A text that holds U+0000 itself, or separated=False (special tokens that
+    hold it, which a search of the whole would find at the separators), leaves them joined
+    without separators."""
     n = len(texts)
     starts, ends = np.empty(n, np.int64), np.empty(n, np.int64)
-    if n:
+    if n and separated:
         blob = "\0".join(texts).encode("utf-8")  # lone surrogates raise UnicodeEncodeError
         if lib.bpe_utf8_split_at_nul(blob, len(blob), _buf("int64_t[]", starts),
                                      _buf("int64_t[]", ends), n) == lib.BPE_OK:

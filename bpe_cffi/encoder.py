@@ -215,7 +215,7 @@ class Encoder:
     def _prepare(self, texts: list[str]):
         """A run of texts as one UTF-8 buffer and its pieces: a text's pieces are those
         between its specials, and its last piece ends it."""
-        data, starts, ends = utf8_documents(texts)  # lone surrogates raise here
+        data, starts, ends = utf8_documents(texts, not self.specials.hold_nul)
         pieces, last_piece = self.specials.document_pieces(data, starts, ends)
         return data, pieces, last_piece
 

@@ -112,6 +112,8 @@ class SpecialTokens:
         self._c_offsets = ffi.new("int64_t[]", offsets.tolist())  # read only
         self._few_ids, self._few_lengths = self._needle_ids.tolist(), self._needle_lengths.tolist()
         self._shortest = min(self._few_lengths, default=1)
+        #: whether a special holds U+0000, which separates a batch's texts (utf8_documents)
+        self.hold_nul = any(b"\0" in b for b in encoded)
 
     def find(self, data: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
         """Where the specials occur in UTF-8 data, as a left-to-right search cuts it (the

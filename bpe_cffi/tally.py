@@ -56,7 +56,7 @@ class Tally:
         """Counts the units of each document apart: no unit joins two of them."""
         t = time.perf_counter()
         if self.pretokenizer.family is not None:
-            data, doc_starts, doc_ends = utf8_documents(docs)  # lone surrogates raise here
+            data, doc_starts, doc_ends = utf8_documents(docs, not self.specials.hold_nul)
             (starts, ends, _), _ = self.specials.document_pieces(data, doc_starts, doc_ends)
             self.units.add_units(self.pretokenizer.scanner, data, starts, ends)
             self.n_bytes += int(doc_ends.sum() - doc_starts.sum())

@@ -201,12 +201,13 @@ class Tokenizer:
         """The number of tokens, special tokens included."""
         return len(self.id_to_token)
 
-    def __getstate__(self):  # for process pools: rebuild the C encoder on the other side
+    def __getstate__(self):  # for process pools and copies: rebuild the C encoder there
         return (self.id_to_token, self.merges, self.special_tokens, self.pattern,
-                self.num_threads, self.cache_bytes, self.ignore_merges)
+                self.num_threads, self.cache_bytes, self.ignore_merges, self._not_special)
 
     def __setstate__(self, state):
-        self.__init__(*state)
+        self.__init__(*state[:7])
+        self._not_special = state[7]
 
     # ---- encoding ----
     #

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import pickle
@@ -921,6 +922,10 @@ def test_added_tokens_that_are_not_special_stay_so_when_saved_again(tmp_path):
     assert again.decode(want, skip_special_tokens=True) == \
         hf.decode(want, skip_special_tokens=True)
     assert Tokenizer.load(tmp_path / "again").encode(text) == want
+    for copied in (pickle.loads(pickle.dumps(ours)), copy.deepcopy(ours)):  # kept there too
+        copied.save(tmp_path / "copied")
+        assert tokenizers.Tokenizer.from_file(str(tmp_path / "copied" / "tokenizer.json")) \
+            .decode(want, skip_special_tokens=True) == hf.decode(want, skip_special_tokens=True)
     with pytest.raises(ValueError, match="not_special names \\['<x>'\\]"):
         bpe_cffi.save(ours.id_to_token, ours.merges, tmp_path / "bad", [EOT],
                       not_special=["<x>"])

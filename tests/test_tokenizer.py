@@ -914,6 +914,24 @@ def test_document_pieces_equal_each_document_searched_alone(specials, docs, repe
         assert list(map(int, last)) == want_last.tolist()
 
 
+def test_a_special_holding_u0000_keeps_the_batch_in_one_search(monkeypatch):
+    # Texts are joined by U+0000; a special token that holds it would be found at every
+    # separator, and every batch searched text by text in Python (ten times slower).
+    from bpe_cffi.specials import SpecialTokens
+    vocab = {i: bytes([i]) for i in range(256)}
+    tok = bpe_cffi.Tokenizer(vocab, [], [EOT, "\0"])
+    texts = ["ab", "", "c", EOT, "b"] * 20_000  # over 64 KB: the arrays' search
+
+    def one_by_one(*args):
+        raise AssertionError("searched text by text")
+
+    monkeypatch.setattr(SpecialTokens, "_pieces_one_by_one", one_by_one)
+    want = [tok.encode(t) for t in texts[:5]] * 20_000
+    assert tok.encode_batch(texts) == want
+    assert bpe_cffi.count_words_from_iterator(texts, [EOT, "\0"], num_workers=1) == \
+        {b"ab": 20_000, b"c": 20_000, b"b": 20_000}
+
+
 def test_utf8_documents_are_the_texts_joined():
     from bpe_cffi.counter import utf8_documents
     for texts in ([], [""], ["", ""], ["a", "", "é字🙂"], ["a\0b", "c"], ["\0"], ["a", "\0"]):
