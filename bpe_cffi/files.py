@@ -437,9 +437,10 @@ def _check_hf_model(doc: dict, path: str) -> None:
 def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[str]]:
     """Reads a tokenizer.json: (vocab, merges, special tokens, pattern, ignore_merges, the
     added tokens marked "special": false). Every added token, special or not, is a special
-    token of bpe_cffi's: tokenizers takes them all out of the text before its pre-tokenizer. A setting that changes ids in a way bpe_cffi
-    does not follow is a ValueError (see _check_hf_model, _hf_pattern); the post-processor
-    (a BOS token that tokenizers adds by default, say) is left to the caller."""
+    token of bpe_cffi's: tokenizers takes them all out of the text before its pre-tokenizer.
+    A setting that changes ids in a way bpe_cffi does not follow is a ValueError (see
+    _check_hf_model, _hf_pattern); the post-processor (a BOS token that tokenizers adds by
+    default, say) is left to the caller."""
     path = check_regular_file(os.fspath(path), "a Hugging Face tokenizer.json")
     doc = _read_json(path)
     try:

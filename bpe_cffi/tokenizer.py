@@ -207,7 +207,7 @@ class Tokenizer:
 
     def __setstate__(self, state):
         self.__init__(*state[:7])
-        self._not_special = state[7]
+        self._not_special = state[7] if len(state) > 7 else frozenset()  # an older pickle
 
     # ---- encoding ----
     #
