@@ -223,10 +223,7 @@ class Encoder:
                          ) -> tuple[np.ndarray, np.ndarray]:
         """encode_batch of a prepared run of texts, in one C call."""
         ids, piece_ends = self._call(data, pieces, want_ends=True)
-
-        def texts() -> bytes:  # for the error's message: the texts without their separators
-            return b"".join(data[a:b] for a, b in zip(pieces[0], pieces[1]))
-        return self._checked(ids, texts), piece_ends[last_piece]
+        return self._checked(ids, data, pieces), piece_ends[last_piece]
 
     # ---- patterns without a C scanner ----
 
@@ -285,13 +282,15 @@ class Encoder:
             check(rc, "bpe_encode")
         return n_out[0]
 
-    def _checked(self, ids: np.ndarray, text) -> np.ndarray:
-        """ids, or the ValueError for a byte the vocabulary has no token for (its id is -1);
-        text: what was encoded, or a function that gives it."""
+    def _checked(self, ids: np.ndarray, text, pieces: Pieces | None = None) -> np.ndarray:
+        """ids, or the ValueError for a byte the vocabulary has no token for (its id is -1)
+        in the text's pieces (by default: its text between special tokens, whose bytes are
+        their id's)."""
         if self._missing_bytes and len(ids) and ids.min() < 0:
-            text = text() if callable(text) else text
             data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-            missing = sorted({b for b in data if self._byte_ids[b] < 0})
+            pieces = self.specials.pieces(data) if pieces is None else pieces
+            spans = [(0, len(data))] if pieces is None else zip(pieces[0], pieces[1])
+            missing = sorted({b for a, e in spans for b in data[a:e] if self._byte_ids[b] < 0})
             raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
                              "which have no token in the vocabulary")
         return ids

@@ -711,6 +711,18 @@ def test_missing_byte_inside_a_two_token_unit_is_reported():
             tok.encode(text)
 
 
+def test_missing_bytes_are_those_of_the_text_not_of_its_specials():
+    # A special's bytes are its id: they were listed by encode (0xa9 of "‹é>") and not by
+    # encode_batch; a batch's separators are listed by neither (byte 0 has no token here).
+    tok = Tokenizer({i: bytes([i]) for i in list(range(1, 0x80)) + [0xC3]}, [], ["‹é>"])
+    text = "‹é>ñ" * 30_000  # long: through the threads' parts too
+    for encode in (tok.encode, tok.encode_to_numpy, lambda t: tok.encode_batch([t, "x"]),
+                   lambda t: tok.encode_batch_to_numpy(["x", t, ""])):
+        for t in (text[:4], text):
+            with pytest.raises(ValueError, match=r"byte\(s\) 0xb1 which"):
+                encode(t)
+
+
 def test_a_merge_listed_twice_keeps_its_first_rank():
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"}
     tok = Tokenizer(vocab, [(b"b", b"c"), (b"a", b"b"), (b"b", b"c")])
