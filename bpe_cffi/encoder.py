@@ -141,7 +141,7 @@ class Encoder:
         ids = ffi.new("int32_t[]", room)
         found = ffi.unpack(ids, self._run(data, pieces, ids, room))
         if self._missing_bytes and -1 in found:
-            self._checked(np.array(found), data)
+            self._checked(np.array(found), data, pieces)
         return found
 
     def as_list(self, ids: np.ndarray) -> list[int]:
@@ -247,9 +247,9 @@ class Encoder:
             then_id.append(-1)
             last_piece.append(len(tokens) - 1)
         blob, offsets = utf8_offsets(tokens)
-        ids, piece_ends = self._call(blob, (offsets[:-1], offsets[1:],
-                                            np.array(then_id, np.int32)), want_ends=True)
-        return self._checked(ids, blob), piece_ends[np.array(last_piece, np.int64)]
+        pieces = (offsets[:-1], offsets[1:], np.array(then_id, np.int32))
+        ids, piece_ends = self._call(blob, pieces, want_ends=True)
+        return self._checked(ids, blob, pieces), piece_ends[np.array(last_piece, np.int64)]
 
     # ---- the C call ----
 

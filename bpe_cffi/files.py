@@ -318,7 +318,7 @@ def _merges_lines(lines: list[str], lineno: int, path: str) -> MergeParts:
 
 def hf_tokenizer_json(vocab: Vocab, merges: Merges, special_tokens: list[str],
                       pattern: str, ignore_merges: bool, only: set[bytes],
-                      as_text: set[bytes], not_special: frozenset[str] = frozenset()) -> dict:
+                      as_text: set[bytes], not_special: frozenset[str]) -> dict:
     """The tokenizer.json document: loads as is with tokenizers.Tokenizer.from_file. The
     model's vocabulary holds every token but only (the special tokens that are only that:
     only_special), each in GPT-2's byte characters but as_text (the other specials that no
