@@ -81,12 +81,30 @@ def utf8_documents(texts: Sequence[str], separated: bool = True
     n = len(texts)
     starts, ends = np.empty(n, np.int64), np.empty(n, np.int64)
     if n and separated:
-        blob = "\0".join(texts).encode("utf-8")  # lone surrogates raise UnicodeEncodeError
+        try:
+            blob = "\0".join(texts).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise text_error(texts, e) from None
         if lib.bpe_utf8_split_at_nul(blob, len(blob), _buf("int64_t[]", starts),
                                      _buf("int64_t[]", ends), n) == lib.BPE_OK:
             return blob, starts, ends
-    blob, offsets = utf8_offsets(texts)
+    try:
+        blob, offsets = utf8_offsets(texts)
+    except UnicodeEncodeError as e:
+        raise text_error(texts, e) from None
     return blob, offsets[:-1], offsets[1:]
+
+
+def text_error(texts: Sequence[str], error: UnicodeEncodeError) -> UnicodeEncodeError:
+    """For the UnicodeEncodeError of texts joined (a lone surrogate): the error the first text
+    that holds one gives on its own, so that its object is that text and its position counts
+    in it, as when each text is encoded apart (tiktoken's batches); error if none does."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as own:
+            return own
+    return error
 
 
 def _buf(ctype: str, data):

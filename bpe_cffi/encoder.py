@@ -16,7 +16,7 @@ import numpy as np
 
 from ._lib import check, ffi, lib
 from .chunking import Edges
-from .counter import utf8_documents, utf8_offsets
+from .counter import text_error, utf8_documents, utf8_offsets
 from .files import MergeNotInVocabulary, MergeParts, offsets_of
 from .patterns import Pretokenizer
 from .specials import Pieces, SpecialTokens, special_only_ids
@@ -246,7 +246,10 @@ class Encoder:
             tokens.append("")
             then_id.append(-1)
             last_piece.append(len(tokens) - 1)
-        blob, offsets = utf8_offsets(tokens)
+        try:
+            blob, offsets = utf8_offsets(tokens)
+        except UnicodeEncodeError as e:
+            raise text_error(texts, e) from None
         pieces = (offsets[:-1], offsets[1:], np.array(then_id, np.int32))
         ids, piece_ends = self._call(blob, pieces, want_ends=True)
         return self._checked(ids, blob, pieces), piece_ends[np.array(last_piece, np.int64)]

@@ -40,6 +40,7 @@ import numpy as np
 
 
 _MAX_MESSAGE = 1000
+_MAX_ENCODE_ERROR_TEXT = 1 << 20  # characters of a text a UnicodeEncodeError carries back
 
 
 _stop = None  # in pool workers: the pool's stop event
@@ -51,18 +52,33 @@ def stopping() -> bool:
     return _stop is not None and _stop.is_set()
 
 
+class WorkerEncodeError(UnicodeEncodeError):
+    """A worker's UnicodeEncodeError, pickled with its five arguments: tblib (which Dask
+    installs) pickles a UnicodeEncodeError without them, and it arrived empty."""
+
+    def __reduce__(self):
+        return type(self), (self.encoding, self.object, self.start, self.end, self.reason)
+
+
 def pool_job(fn: Callable) -> Callable:
     """For pool worker functions of one argument: a job that starts once the pool is stopping
     returns None at once, and an exception leaves with its type and its message only (see
-    above); one whose type cannot be made from a message alone (UnicodeEncodeError takes five
-    arguments) leaves as the nearest of its base classes that can, so that callers catching
-    it (a ValueError) still do."""
+    above); one whose type cannot be made from a message alone leaves as the nearest of its
+    base classes that can, so that callers catching it (a ValueError) still do. A
+    UnicodeEncodeError (a lone surrogate in a text) leaves whole, its text with it, unless the
+    text is over _MAX_ENCODE_ERROR_TEXT characters: then as a UnicodeError."""
     @functools.wraps(fn)
     def run(job):
         if stopping():
             return None
         try:
             return fn(job)
+        except UnicodeEncodeError as e:  # rebuilt whole while its text is small
+            if len(e.object) > _MAX_ENCODE_ERROR_TEXT:
+                small = UnicodeError(f"UnicodeEncodeError: {str(e)[:_MAX_MESSAGE]}")
+            else:
+                small = WorkerEncodeError(e.encoding, e.object, e.start, e.end,
+                                          e.reason[:_MAX_MESSAGE])
         except Exception as e:
             message = str(e)[:_MAX_MESSAGE]
             for kind in type(e).__mro__:  # Exception at the latest

@@ -13,7 +13,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .counter import Arrays, WordCounter, utf8_documents, utf8_offsets
+from .counter import Arrays, WordCounter, text_error, utf8_documents, utf8_offsets
 from .patterns import pretokenizer
 from .pool import pool_job, spill_arrays, stopping
 from .sources import decode_range, read_range_bytes
@@ -61,9 +61,12 @@ class Tally:
             self.units.add_units(self.pretokenizer.scanner, data, starts, ends)
             self.n_bytes += int(doc_ends.sum() - doc_starts.sum())
         else:
-            self._add_pre_tokens(piece for d in docs
-                                 for piece, is_special in self.specials.split(d)
-                                 if not is_special)
+            try:
+                self._add_pre_tokens(piece for d in docs
+                                     for piece, is_special in self.specials.split(d)
+                                     if not is_special)
+            except UnicodeEncodeError as e:
+                raise text_error(docs, e) from None
             self.n_bytes += sum(len(d.encode("utf-8")) for d in docs)
         self.tok_s += time.perf_counter() - t
 

@@ -556,16 +556,33 @@ def test_start_methods(tmp_path, method):
 
 
 def test_worker_errors_of_types_that_take_more_than_a_message(tmp_path):
-    # A lone surrogate in a JSON lines record is a UnicodeEncodeError in the worker, which
-    # cannot be made from a message alone: it came back as a RuntimeError, which the command
-    # line shows as a traceback. It comes back as its nearest base class that can.
+    # An error whose type cannot be made from a message alone (a UnicodeDecodeError) came
+    # back as a RuntimeError, which the command line shows as a traceback. It comes back as
+    # its nearest base class that can. A UnicodeEncodeError (a lone surrogate) comes back
+    # whole, its text with it, unless the text is long.
 
     @pool_job
     def encode(text):
         return text.encode("utf-8")
 
-    with pytest.raises(UnicodeError, match="UnicodeEncodeError: 'utf-8' codec can't encode"):
+    @pool_job
+    def decode(data):
+        return data.decode("utf-8")
+
+    with pytest.raises(UnicodeError, match="UnicodeDecodeError: 'utf-8' codec can't decode"):
+        decode(b"a\xffb")
+    with pytest.raises(UnicodeEncodeError) as caught:
         encode("a\ud800b")
+    assert (caught.value.object, caught.value.start) == ("a\ud800b", 1)
+    # ... also through tblib's pickler, which Dask installs (a plain UnicodeEncodeError
+    # arrived empty through it)
+    from tblib.pickling_support import pickle_exception
+    rebuild, args = pickle_exception(caught.value)[:2]
+    assert (rebuild(*args).object, rebuild(*args).start) == ("a\ud800b", 1)
+    with pytest.raises(UnicodeError, match="UnicodeEncodeError: 'utf-8' codec can't encode") \
+            as caught:
+        encode("a" * (1 << 20) + "\ud800")
+    assert type(caught.value) is UnicodeError
     # Such a record is now found by its reader, which names it (tests/test_formats.py).
     path = tmp_path / "d.jsonl"
     path.write_text('{"text": "fine"}\n' * 3000 + '{"text": "a\\ud800b"}\n', encoding="utf-8")

@@ -83,6 +83,17 @@ def test_bad_items_are_refused():
         bpe_cffi.count_words_from_iterator(["lone \ud800 surrogate"])
 
 
+@pytest.mark.parametrize("pattern", ["gpt2", r"\w+|\W+"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_lone_surrogate_is_the_error_of_its_document(small_batches, pattern, workers):
+    # With workers or without, the same UnicodeEncodeError as the document's own: a worker's
+    # used to come back as a bare UnicodeError, and the position counted in its whole batch.
+    docs = ["a fine document"] * 20 + ["bad \ud800 one", "fine again"] * 5
+    with pytest.raises(UnicodeEncodeError) as caught:
+        bpe_cffi.count_words_from_iterator(docs, pattern=pattern, num_workers=workers)
+    assert (caught.value.object, caught.value.start) == ("bad \ud800 one", 4)
+
+
 def test_pool_results_are_small(tmp_path, real_text):
     # Pool.terminate hangs on a half-sent large result (bpe_cffi/pool.py): counts come back
     # through a spill file, and only its path through the pipe.

@@ -953,3 +953,18 @@ def test_utf8_documents_are_the_texts_joined():
         assert data == ("\0" if separated else "").join(texts).encode()
     with pytest.raises(UnicodeEncodeError):
         utf8_documents(["a", "\ud800"])
+
+
+@pytest.mark.parametrize("pattern", [None, REGEX_GPT2])
+def test_a_lone_surrogate_in_a_batch_is_the_error_of_its_text(trained, pattern):
+    # As when each text is encoded apart (tiktoken's batches): the error's object is the text
+    # that holds the surrogate and its position counts in that text, not in the batch joined.
+    options = {} if pattern is None else {"pattern": pattern}
+    tok = Tokenizer(*trained, special_tokens=[EOT], **options)
+    bad = "ab\ud800c \udc00"
+    many = ["some words of a line"] * 100_000  # over a run: the batch is cut for threads
+    for texts in (["ok", "x" + EOT, bad, "\udfff"], many + [bad] + many):
+        for method in (tok.encode_batch, tok.encode_batch_to_numpy):
+            with pytest.raises(UnicodeEncodeError) as caught:
+                method(texts)
+            assert (caught.value.object, caught.value.start, caught.value.end) == (bad, 2, 3)
