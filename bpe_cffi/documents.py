@@ -13,6 +13,7 @@ zstandard are optional extras, named when missing.
 """
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import io
@@ -101,11 +102,13 @@ def documents(path: str, text_field: str, edges: Edges, part: Part | None = None
         return
     if kind == "jsonl" and end != WHOLE:  # a byte range of whole lines
         where = path if start == 0 else f"{path} (from byte {start})"
-        yield from jsonl_block_documents(read_range_bytes(path, start, end), where, text_field)
+        block = read_range_bytes(path, start, end)
+        yield from jsonl_block_documents(_past_bom(block) if start == 0 else block, where,
+                                         text_field)
         return
     with _open_text(path) as f, _reading(path, kind):
         if kind == "jsonl":
-            yield from _jsonl_documents(f, path, text_field)
+            yield from _jsonl_documents(f, path, text_field, file_start=True)
         else:
             yield from cut_stream(iter(lambda: f.read(_BLOCK), ""), edges, path)
 
@@ -119,11 +122,18 @@ def jsonl_blocks(path: str, size: int) -> Iterator[bytes]:
     lines of about size bytes: for its reader to hand the decoding and parsing to other
     processes."""
     with _open_binary(path) as f, _reading(path, "jsonl"):
-        while True:
-            block = f.read(size)
-            if not block:
-                return
+        first = True
+        while block := f.read(size):
+            if first:
+                block, first = _past_bom(block), False
             yield block + f.readline()  # to the end of the line
+
+
+def _past_bom(data: bytes) -> bytes:
+    """The start of a JSON lines file past its UTF-8 byte order mark, if it has one: JSON
+    allows a parser to ignore it (RFC 8259), as pyarrow's (Hugging Face datasets') does.
+    Only at the start of a file: elsewhere it is no JSON."""
+    return data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
 
 
 class BlockOfLinesError(ValueError):
@@ -135,7 +145,7 @@ def locate_jsonl_error(path: str, text_field: str) -> None:
     """Reads the JSON lines file path from its start and raises the ValueError of its first bad
     record, with its line in the file; returns if there is none (the file changed)."""
     with _open_text(path) as f, _reading(path, "jsonl"):
-        for _ in _jsonl_documents(f, path, text_field):
+        for _ in _jsonl_documents(f, path, text_field, file_start=True):
             pass
 
 
@@ -341,10 +351,14 @@ def _stdin_text() -> Iterator[io.TextIOWrapper]:
         wrapper.detach()
 
 
-def _jsonl_documents(f, path: str, text_field: str) -> Iterator[str]:
+def _jsonl_documents(f, path: str, text_field: str, file_start: bool = False
+                     ) -> Iterator[str]:
     """The records' texts, a line each: lines end at \n alone (a lone \r is whitespace inside
-    a record, as JSON has it), so f is read with newline="\n"."""
+    a record, as JSON has it), so f is read with newline="\n". file_start: f begins the file,
+    whose byte order mark is passed over (_past_bom)."""
     for lineno, line in enumerate(f, 1):
+        if lineno == 1 and file_start and line.startswith("\ufeff"):
+            line = line[1:]
         if not line.strip():
             continue
         try:

@@ -14,6 +14,7 @@ import zlib
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.json  # noqa: F401  (pa.json)
 import pyarrow.parquet as pq
 import pytest
 import zstandard
@@ -244,6 +245,35 @@ def test_json_lines_end_at_line_feeds_for_every_worker_count(tmp_path, fmt):
             {b"hello": 1, b" world": 1, b"bye": 1}
         with pytest.raises(ValueError, match=r"bad\.jsonl.*:1: not valid JSON"):
             bpe_cffi.count_words(bad, num_workers=workers)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz", "jsonl.zst"])
+def test_json_lines_after_a_byte_order_mark(corpus, tok, tmp_path, monkeypatch, fmt):
+    # A JSON lines file that starts with a UTF-8 byte order mark (as Windows tools write
+    # them) reads as the same file without it, as pyarrow reads it; one that is not at the
+    # start of the file is no JSON.
+    from bpe_cffi import counting, encode_file
+    monkeypatch.setattr(counting, "JSONL_BLOCK_CHARS", 5_000)  # blocks, parts for workers
+    monkeypatch.setattr(counting, "chunk_target", lambda size, workers: 20_000)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 20_000)
+    pack = {"gz": gzip.compress, "zst": zstandard.ZstdCompressor().compress}.get(
+        fmt.split(".")[-1], bytes)
+    plain = corpus["jsonl"].read_bytes()
+    path = tmp_path / f"bom.{fmt}"
+    path.write_bytes(pack(b"\xef\xbb\xbf" + plain))
+    assert pa.json.read_json(pa.py_buffer(b"\xef\xbb\xbf" + plain)).num_rows == \
+        plain.count(b"\n")  # (pyarrow's reader, for comparison)
+    want = bpe_cffi.count_words(corpus["plain"], [EOT])
+    out = tmp_path / "ids.npy"
+    for workers in (1, 2):
+        assert bpe_cffi.count_words(path, [EOT], num_workers=workers) == want
+        tok.encode_file(path, out, num_workers=workers)
+        assert np.load(out).tolist() == tok.encode(corpus["plain"].read_bytes().decode())
+    inside = tmp_path / f"inside.{fmt}"
+    inside.write_bytes(pack(b'{"text": "fine"}\n' * 3000 + b'\xef\xbb\xbf{"text": "x"}\n'))
+    for workers in (1, 2):
+        with pytest.raises(ValueError, match=r"inside\.jsonl.*:3001: not valid JSON"):
+            bpe_cffi.count_words(inside, num_workers=workers)
 
 
 @pytest.mark.parametrize("fmt", ["txt.gz", "txt.zst", "jsonl", "jsonl.gz"])
