@@ -364,6 +364,9 @@ def _jsonl_documents(f, path: str, text_field: str, file_start: bool = False
         try:
             record = json.loads(line)
         except json.JSONDecodeError as e:
+            if line.startswith("\ufeff"):  # json's advice (utf-8-sig) does not apply here
+                raise ValueError(f"{path}:{lineno}: a byte order mark, which only the start "
+                                 "of a file may hold") from None
             raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
         except RecursionError:
             raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None

@@ -5,7 +5,8 @@ special tokens inside an item still cut it.
 The iterator is consumed once, in batches of about BATCH_CHARS characters. The parent tallies
 batches into one table of units, split into pre-tokens once at the end (tally.py): all of
 them with one worker, the first ones with more. The rest go to a pool, each batch to a process
-that returns its pre-token counts, with at most two batches per worker in flight: memory is
+that returns its pre-token counts, with at most two batches per worker in flight (the parent
+keeps each until its counts are back, so as to name a text that has no UTF-8): memory is
 bounded by the batches and the distinct pre-tokens, not by the corpus.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from .chunking import Edges
-from .counter import WordCounter
+from .counter import WordCounter, text_error
 from .documents import JsonLines, Part, documents, jsonl_block_documents
 from .counting import SCANNER_BYTES_PER_WORKER, CountStats, resolve_workers
 from .patterns import GPT2_PATTERN, pretokenizer
@@ -151,7 +152,12 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
     with progress_bar(progress, total=None, unit="B", unit_scale=True,
                       desc="pre-tokenize") as bar, contextlib.ExitStack() as stack:
         def take_oldest() -> None:
-            _add_spilled(pending.popleft().get(), total, stats, bar)
+            result, batch = pending.popleft()
+            try:
+                spilled = result.get()
+            except UnicodeEncodeError as e:  # a worker's is cut short (pool.WorkerEncodeError)
+                raise (e if batch is None else text_error(batch, e)) from None
+            _add_spilled(spilled, total, stats, bar)
 
         pool = spill = None
         for k, batch in enumerate(batches(texts, item_type=bytes if json_lines else str)):
@@ -166,7 +172,9 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
             if len(pending) >= _IN_FLIGHT_PER_WORKER * workers:
                 take_oldest()
             job = (batch, pretok.pattern, specials, os.path.join(spill, str(k)), json_lines)
-            pending.append(pool.apply_async(_count_batch, (job,)))
+            # The batch is kept until its result is in, to name a text that has no UTF-8.
+            pending.append((pool.apply_async(_count_batch, (job,)),
+                            None if json_lines else batch))
         while pending:
             take_oldest()
     words, n_bytes, _, tok_s = tally.finish_counter()

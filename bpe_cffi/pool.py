@@ -23,7 +23,7 @@ write size (PIPE_BUF, at least 512 bytes by POSIX, 4 096 on Linux) is written wh
 at all, so a small one cannot be cut. The same holds for a worker's exception:
 multiprocessing sends it with its formatted traceback, which a deep stack makes larger than
 that, so worker functions raise through pool_job, which sends the type and the message (at
-most 1 000 characters) alone.
+most 1 000 characters) alone, or for a UnicodeEncodeError a few hundred characters of its text.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ import numpy as np
 
 
 _MAX_MESSAGE = 1000
-_MAX_ENCODE_ERROR_TEXT = 1 << 20  # characters of a text a UnicodeEncodeError carries back
+_ENCODE_ERROR_WINDOW = 100  # characters of its text a worker's UnicodeEncodeError keeps a side
 
 
 _stop = None  # in pool workers: the pool's stop event
@@ -53,8 +53,11 @@ def stopping() -> bool:
 
 
 class WorkerEncodeError(UnicodeEncodeError):
-    """A worker's UnicodeEncodeError, pickled with its five arguments: tblib (which Dask
-    installs) pickles a UnicodeEncodeError without them, and it arrived empty."""
+    """A worker's UnicodeEncodeError (a lone surrogate), small: its object is the text around
+    the characters that fail, at most _ENCODE_ERROR_WINDOW characters each side, and start
+    and end count in that. Pickled with its five arguments: tblib (which Dask installs)
+    pickles a UnicodeEncodeError without them, and it arrived empty. A caller that still has
+    the texts raises the text's own error instead (iterator_counting)."""
 
     def __reduce__(self):
         return type(self), (self.encoding, self.object, self.start, self.end, self.reason)
@@ -64,21 +67,19 @@ def pool_job(fn: Callable) -> Callable:
     """For pool worker functions of one argument: a job that starts once the pool is stopping
     returns None at once, and an exception leaves with its type and its message only (see
     above); one whose type cannot be made from a message alone leaves as the nearest of its
-    base classes that can, so that callers catching it (a ValueError) still do. A
-    UnicodeEncodeError (a lone surrogate in a text) leaves whole, its text with it, unless the
-    text is over _MAX_ENCODE_ERROR_TEXT characters: then as a UnicodeError."""
+    base classes that can, so that callers catching it (a ValueError) still do; a
+    UnicodeEncodeError as a WorkerEncodeError."""
     @functools.wraps(fn)
     def run(job):
         if stopping():
             return None
         try:
             return fn(job)
-        except UnicodeEncodeError as e:  # rebuilt whole while its text is small
-            if len(e.object) > _MAX_ENCODE_ERROR_TEXT:
-                small = UnicodeError(f"UnicodeEncodeError: {str(e)[:_MAX_MESSAGE]}")
-            else:
-                small = WorkerEncodeError(e.encoding, e.object, e.start, e.end,
-                                          e.reason[:_MAX_MESSAGE])
+        except UnicodeEncodeError as e:
+            end = min(e.end, e.start + _ENCODE_ERROR_WINDOW)  # (a run of surrogates)
+            lo, hi = max(0, e.start - _ENCODE_ERROR_WINDOW), end + _ENCODE_ERROR_WINDOW
+            small = WorkerEncodeError(e.encoding, e.object[lo:hi], e.start - lo, end - lo,
+                                      e.reason[:_ENCODE_ERROR_WINDOW])
         except Exception as e:
             message = str(e)[:_MAX_MESSAGE]
             for kind in type(e).__mro__:  # Exception at the latest

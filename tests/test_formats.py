@@ -272,7 +272,8 @@ def test_json_lines_after_a_byte_order_mark(corpus, tok, tmp_path, monkeypatch, 
     inside = tmp_path / f"inside.{fmt}"
     inside.write_bytes(pack(b'{"text": "fine"}\n' * 3000 + b'\xef\xbb\xbf{"text": "x"}\n'))
     for workers in (1, 2):
-        with pytest.raises(ValueError, match=r"inside\.jsonl.*:3001: not valid JSON"):
+        with pytest.raises(ValueError, match=r"inside\.jsonl.*:3001: a byte order mark, which "
+                                             "only the start of a file may hold"):
             bpe_cffi.count_words(inside, num_workers=workers)
 
 
