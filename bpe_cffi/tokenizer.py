@@ -260,8 +260,16 @@ class Tokenizer:
         until the end)."""
         encoder = self._encoder_for(allowed_special)
         edges = Edges(encoder.specials.encoded, self.pretokenizer.edges, str)
+        done = 0  # characters of the stream before the piece
         for piece in cut_stream(iterable, edges, "encode_iterable's iterable"):
-            yield from encoder.encode_list(piece)
+            try:
+                ids = encoder.encode_list(piece)
+            except UnicodeEncodeError as e:  # its object is the piece: say where that lies
+                raise UnicodeEncodeError(e.encoding, e.object, e.start, e.end,
+                                         f"{e.reason} (character {done + e.start} of the "
+                                         "stream)") from None
+            yield from ids
+            done += len(piece)
 
     def encode_file(self, inputs, output_path, *, num_workers: int | None = None,
                     progress: bool = False, allowed_special: AllowedSpecial = "all",

@@ -563,6 +563,16 @@ def test_lone_surrogate(tok):
         tok.encode("abc \ud800 def")
 
 
+def test_a_lone_surrogate_in_a_stream_is_placed_in_the_stream(tok):
+    # encode_iterable encodes the stream in pieces cut at safe edges: its error's object is
+    # a piece, and its message says where the character lies in the whole stream.
+    items = ["word " * 20_000, "more words ", "and \ud800 here"]
+    with pytest.raises(UnicodeEncodeError, match="character 100015 of the stream") as caught:
+        list(tok.encode_iterable(items))
+    assert caught.value.object[caught.value.start] == "\ud800"
+    assert "".join(items)[100015] == "\ud800"
+
+
 def test_vocab_type_errors():
     with pytest.raises(TypeError):
         Tokenizer({0: "a"}, [])
