@@ -558,8 +558,8 @@ def test_start_methods(tmp_path, method):
 def test_worker_errors_of_types_that_take_more_than_a_message(tmp_path):
     # An error whose type cannot be made from a message alone (a UnicodeDecodeError) came
     # back as a RuntimeError, which the command line shows as a traceback. It comes back as
-    # its nearest base class that can. A UnicodeEncodeError (a lone surrogate) comes back
-    # whole, its text with it, unless the text is long.
+    # its nearest base class that can. A UnicodeEncodeError (a lone surrogate) comes back as
+    # one, its text cut to the few hundred characters around the one that fails.
 
     @pool_job
     def encode(text):
