@@ -72,14 +72,17 @@ class Decoder:
         return data
 
     def _join(self, ids: list) -> bytes:
-        """Ids are ints, or objects with __index__ (numpy's); a float is no id, though the
-        dict would take 65.0 for 65."""
+        """Ids are ints, or objects with __index__ (numpy's); a float is no id (a TypeError),
+        though the dict would take 65.0 for 65."""
         table = self._tokens
         try:
             return b"".join(map(table.__getitem__, map(operator.index, ids)))
         except (KeyError, TypeError):
             bad = next(i for i in ids if not _index_in(i, table))
             bad = bad.item() if isinstance(bad, np.generic) else bad
+            if not hasattr(type(bad), "__index__"):  # as tiktoken and tokenizers have it
+                raise TypeError(f"an id is an int, not {type(bad).__name__} ({bad!r})") \
+                    from None
             raise ValueError(f"id {bad!r} is not in the vocabulary") from None
 
     def _c_table(self):

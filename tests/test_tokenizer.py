@@ -485,9 +485,15 @@ def test_decode_equals_joining_the_tokens(tok, picks):
 @pytest.mark.parametrize("repeat", [1, 10])  # a short list of ids (joined) and a long one (C)
 def test_decode_errors_on_both_ways(tok, repeat):
     some = tok.encode("In the beginning God created the heaven and the earth.") * repeat
-    for bad in (99999, -1, 2**70, 1.5, float(some[0]), "7", None, tok.vocab_size):
+    for bad in (99999, -1, 2**70, tok.vocab_size):
         with pytest.raises(ValueError, match=re.escape(repr(bad))):
             tok.decode(some + [bad] + some)
+    for bad in (1.5, float(some[0]), "7", None):  # no ids at all: as tiktoken has it
+        with pytest.raises(TypeError, match=re.escape(f"an id is an int, not "
+                                                      f"{type(bad).__name__} ({bad!r})")):
+            tok.decode(some + [bad] + some)
+    with pytest.raises(TypeError, match="an id is an int, not float"):
+        tok.decode(np.array(some, np.float64))
     with pytest.raises(ValueError, match="id 99999 is"):  # not the numpy ints before it
         tok.decode([np.uint16(i) for i in some] + [99999])
     for bad in (np.array(some + [2**64 - 1], np.uint64), np.array(some + [-3], np.int64)):
@@ -683,6 +689,9 @@ def test_encode_batch_regex_path_and_errors(trained):
             tok.encode_batch_to_numpy(many[:150_000] + [bad] + many[150_000:])
     with pytest.raises(TypeError):
         tok.encode_batch("not a list of texts but a str is iterable".encode())
+    for method in (tok.encode_batch, tok.encode_batch_to_numpy, plain.encode_batch):
+        with pytest.raises(TypeError, match="takes an iterable of texts, not a str"):
+            method("a str, which is iterable: meant for encode")
     with pytest.raises(UnicodeEncodeError):
         tok.encode_batch(["a", "\ud800"])
     no_a9 = Tokenizer({i: bytes([i]) for i in list(range(0x80)) + [0xC3]}, [])
