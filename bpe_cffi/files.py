@@ -485,6 +485,12 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
             if vocab.get(i, token) != token:  # the model's own entry may repeat it
                 raise ValueError(f"{path}: added token {content!r} has id {i}, the id of the "
                                  f"token {vocab[i]!r}")
+            twin = model_vocab.get(token_to_str(token), i)  # its bytes, in the model's spelling
+            if twin != i and vocab.get(twin) == token:
+                raise ValueError(f"{path}: added token {content!r} (id {i}) has the bytes of "
+                                 f"the model's token {token_to_str(token)!r} (id {twin}): "
+                                 "tokenizers gives its text the added token's id, bpe_cffi "
+                                 "a special token whose bytes are a token that token's id")
             vocab[i] = token
             specials.append(content)
         pattern = _hf_pattern(doc.get("pre_tokenizer"), path)

@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -929,6 +930,36 @@ def test_added_tokens_that_are_not_special_stay_so_when_saved_again(tmp_path):
     with pytest.raises(ValueError, match="not_special names \\['<x>'\\]"):
         bpe_cffi.save(ours.id_to_token, ours.merges, tmp_path / "bad", [EOT],
                       not_special=["<x>"])
+
+
+@pytest.mark.parametrize("content", [" world", "\n\n", "ld"])
+@pytest.mark.parametrize("special", [True, False])
+def test_an_added_token_with_the_bytes_of_a_model_token_at_another_id(tmp_path, content,
+                                                                       special):
+    # tokenizers gives the text of such an added token (" world", which the model spells
+    # "Ġworld" at a lower id) the added token's own id; a special token whose bytes are a
+    # token takes that token's id here (docs/spec.md), so the file loaded with other ids than
+    # tokenizers gives. It is refused. One whose text is the model's key ("ld") is that token.
+    import tokenizers
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+    hf = tokenizers.Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    hf.train_from_iterator(["hello world, some text\n\n"] * 50, trainers.BpeTrainer(
+        vocab_size=300, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    hf.add_tokens([tokenizers.AddedToken(content, special=special, normalized=False)])
+    (tmp_path / "hf").mkdir()
+    hf.save(str(tmp_path / "hf" / "tokenizer.json"))
+    spelled = "".join(files.BYTE_TO_CHAR[b] for b in content.encode())
+    assert spelled in hf.get_vocab()
+    if spelled == content:
+        text = f"hello world{content}\n\nx"
+        assert Tokenizer.load(tmp_path / "hf").encode(text) == \
+            hf.encode(text, add_special_tokens=False).ids
+        return
+    with pytest.raises(ValueError, match=re.escape(f"added token {content!r} (id ") + ".*" +
+                       re.escape(f"has the bytes of the model's token {spelled!r}")):
+        Tokenizer.load(tmp_path / "hf")
 
 
 def test_a_special_token_that_is_a_token_no_merge_makes_keeps_its_id_in_every_file(tmp_path):
