@@ -471,6 +471,7 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
         for content in as_text:
             vocab[model_vocab[content]] = content.encode("utf-8")
         specials = []
+        top = None  # the highest id of the added tokens so far
         for t in added:
             content = t["content"]
             if not isinstance(content, str) or not content:
@@ -478,6 +479,14 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
                                  "not a non-empty str")
             token = content.encode("utf-8")  # a lone surrogate: UnicodeEncodeError
             i = model_vocab.get(content, t["id"])  # tokenizers gives it the model's id
+            if i not in vocab:  # a new id: tokenizers numbers it itself
+                n = len(model_vocab)
+                want = top + 1 if top is not None and (top >= n or n == 0) else n
+                if i != want:
+                    raise ValueError(f"{path}: added token {content!r} has id {i}, but "
+                                     f"tokenizers numbers it {want}: the next id after the "
+                                     "model's vocabulary and the added tokens listed before it")
+            top = i if top is None else max(top, i)
             if i != t["id"] and vocab[i] != token:
                 raise ValueError(f"{path}: added token {content!r} has id {t['id']}, but the "
                                  f"model's vocabulary spells the token {vocab[i]!r} so, whose "

@@ -962,6 +962,30 @@ def test_an_added_token_with_the_bytes_of_a_model_token_at_another_id(tmp_path, 
         Tokenizer.load(tmp_path / "hf")
 
 
+@pytest.mark.parametrize("ids", [(1499, 1500), (1500, 1499), (1499, 1503), (1502, 1503)])
+def test_added_token_ids_that_tokenizers_numbers_otherwise_are_refused(trained, tmp_path, ids):
+    # tokenizers numbers an added token that is not in the model's vocabulary itself, after
+    # the vocabulary and the added tokens before it, whatever id the file gives: a file whose
+    # ids are out of order or leave gaps (made by hand) loaded with the file's ids, so other
+    # ids than tokenizers gives. Its own numbering loads.
+    import tokenizers
+    vocab, merges = trained
+    bpe_cffi.save(vocab, merges, tmp_path / "tok", [EOT, "<|x|>"])
+    path = tmp_path / "tok" / "tokenizer.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for t, i in zip(doc["added_tokens"], ids):
+        t["id"] = i
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert [hf.token_to_id(s) for s in (EOT, "<|x|>")] == [1499, 1500]  # whatever the file says
+    if ids == (1499, 1500):
+        text = f"a{EOT}b<|x|>"
+        assert Tokenizer.load(tmp_path / "tok").encode(text) == hf.encode(text).ids
+        return
+    with pytest.raises(ValueError, match="but tokenizers numbers it"):
+        Tokenizer.load(tmp_path / "tok")
+
+
 def test_a_special_token_that_is_a_token_no_merge_makes_keeps_its_id_in_every_file(tmp_path):
     # <|x|> is an ordinary token of this vocabulary (id 256, below the merge's 257): the rank
     # file left it out, and loading that file gave the special the next id, 258.
