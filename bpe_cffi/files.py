@@ -534,15 +534,19 @@ def _well_formed_merges(raw: list) -> MergeParts | None:
 
 def _hf_merges(raw: list, path: str) -> MergeParts:
     """A tokenizer.json's merges, "a b" strings or [a, b] lists."""
+    if not isinstance(raw, list):
+        raise ValueError(f"{path}: model.merges is a {type(raw).__name__}, not a list")
     parts = _well_formed_merges(raw)
     if parts is not None:
         return parts
-    pairs = [m.split(" ") if isinstance(m, str) else m for m in raw]
     merges: Merges = []  # something is wrong: find it, one merge at a time
-    for k, pair in enumerate(pairs):
+    for k, m in enumerate(raw):
         where = f"{path}: merge {k}"
-        if len(pair) != 2:
-            raise ValueError(f"{where}: expected two tokens, got {raw[k]!r}")
+        pair = m.split(" ") if isinstance(m, str) else m
+        if not isinstance(pair, list) or len(pair) != 2 or \
+                not all(isinstance(p, str) for p in pair):
+            raise ValueError(f"{where}: expected two tokens (\"a b\" or [\"a\", \"b\"]), "
+                             f"got {m!r}")
         merges.append((str_to_token(pair[0], where), str_to_token(pair[1], where)))
     return MergeParts.of(merges)
 

@@ -105,13 +105,21 @@ def test_list_merges_load_as_string_merges(trained, tmp_path):
     (["Ġa"], "merge 3: expected two tokens"),
     ("Ġa b\n", r"merge 3: '\\n' is not a GPT-2 byte character"),
     ("Ġa ", "merge 3 names the token b''"),
+    (5, "merge 3: expected two tokens .* got 5"),  # (a TypeError of len(), unnamed)
+    (["Ġa", 5], "merge 3: expected two tokens"),
+    (None, "merge 3: expected two tokens .* got None"),
+    ({"Ġa": "b"}, "model.merges is a dict, not a list"),  # the whole list ("KeyError: 0")
+    ("Ġa b", "model.merges is a str, not a list"),
 ])
 def test_malformed_json_merge_is_named(trained, tmp_path, bad, match):
     vocab, merges = trained
     bpe_cffi.save(vocab, merges, tmp_path, [EOT])
     path = tmp_path / "tokenizer.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
-    doc["model"]["merges"][3] = bad
+    if "model.merges" in match:
+        doc["model"]["merges"] = bad
+    else:
+        doc["model"]["merges"][3] = bad
     path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     with pytest.raises(ValueError, match=match):
         Tokenizer.load(tmp_path)
