@@ -80,15 +80,12 @@ def utf8_documents(texts: Sequence[str], separated: bool = True
     without separators."""
     n = len(texts)
     starts, ends = np.empty(n, np.int64), np.empty(n, np.int64)
-    if n and separated:
-        try:
-            blob = "\0".join(texts).encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise text_error(texts, e) from None
-        if lib.bpe_utf8_split_at_nul(blob, len(blob), _buf("int64_t[]", starts),
-                                     _buf("int64_t[]", ends), n) == lib.BPE_OK:
-            return blob, starts, ends
     try:
+        if n and separated:
+            blob = "\0".join(texts).encode("utf-8")
+            if lib.bpe_utf8_split_at_nul(blob, len(blob), _buf("int64_t[]", starts),
+                                         _buf("int64_t[]", ends), n) == lib.BPE_OK:
+                return blob, starts, ends
         blob, offsets = utf8_offsets(texts)
     except UnicodeEncodeError as e:
         raise text_error(texts, e) from None

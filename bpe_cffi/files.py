@@ -471,7 +471,7 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
         for content in as_text:
             vocab[model_vocab[content]] = content.encode("utf-8")
         specials = []
-        top = None  # the highest id of the added tokens so far
+        top, n_model = None, len(model_vocab)  # the highest id of the added tokens so far
         for t in added:
             content = t["content"]
             if not isinstance(content, str) or not content:
@@ -480,8 +480,8 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
             token = content.encode("utf-8")  # a lone surrogate: UnicodeEncodeError
             i = model_vocab.get(content, t["id"])  # tokenizers gives it the model's id
             if i not in vocab:  # a new id: tokenizers numbers it itself
-                n = len(model_vocab)
-                want = top + 1 if top is not None and (top >= n or n == 0) else n
+                want = top + 1 if top is not None and (top >= n_model or n_model == 0) \
+                    else n_model
                 if i != want:
                     raise ValueError(f"{path}: added token {content!r} has id {i}, but "
                                      f"tokenizers numbers it {want}: the next id after the "
@@ -494,10 +494,11 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
             if vocab.get(i, token) != token:  # the model's own entry may repeat it
                 raise ValueError(f"{path}: added token {content!r} has id {i}, the id of the "
                                  f"token {vocab[i]!r}")
-            twin = model_vocab.get(token_to_str(token), i)  # its bytes, in the model's spelling
+            spelled = token_to_str(token)  # its bytes, as the model's vocabulary writes them
+            twin = model_vocab.get(spelled, i)
             if twin != i and vocab.get(twin) == token:
                 raise ValueError(f"{path}: added token {content!r} (id {i}) has the bytes of "
-                                 f"the model's token {token_to_str(token)!r} (id {twin}): "
+                                 f"the model's token {spelled!r} (id {twin}): "
                                  "tokenizers gives its text the added token's id, bpe_cffi "
                                  "a special token whose bytes are a token that token's id")
             vocab[i] = token

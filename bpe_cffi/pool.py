@@ -79,7 +79,7 @@ def pool_job(fn: Callable) -> Callable:
             end = min(e.end, e.start + _ENCODE_ERROR_WINDOW)  # (a run of surrogates)
             lo, hi = max(0, e.start - _ENCODE_ERROR_WINDOW), end + _ENCODE_ERROR_WINDOW
             small = WorkerEncodeError(e.encoding, e.object[lo:hi], e.start - lo, end - lo,
-                                      e.reason[:_ENCODE_ERROR_WINDOW])
+                                      e.reason[:_MAX_MESSAGE])
         except Exception as e:
             message = str(e)[:_MAX_MESSAGE]
             for kind in type(e).__mro__:  # Exception at the latest
