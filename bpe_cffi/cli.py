@@ -198,8 +198,8 @@ def cmd_info(args) -> None:
     special_bytes = {s.encode() for s in tok.special_tokens}  # once, not once a token
     merged = [t for t in tok.id_to_token.values() if t not in special_bytes]
     print(f"tokenizer in {args.directory}")
-    print(f"  vocabulary: {len(tok):,} tokens (ids 0-{tok.vocab_size - 1}), "
-          f"{len(tok.merges):,} merges")
+    ids = f" (ids 0-{tok.vocab_size - 1})" if tok.vocab_size else ""  # none in an empty rank file
+    print(f"  vocabulary: {len(tok):,} tokens{ids}, {len(tok.merges):,} merges")
     specials = ", ".join(f"{s} = {tok.special_ids[s]}" for s in tok.special_tokens)
     print(f"  special tokens: {specials or 'none'}")
     name = tok.pretokenizer.name
@@ -208,9 +208,9 @@ def cmd_info(args) -> None:
     if tok.ignore_merges:
         print("  ignore_merges: a pre-token whose bytes are a token is that token (tiktoken's "
               "rule)")
-    print(f"  longest tokens: {_longest(merged)}")
+    print(f"  longest tokens: {_longest(merged) or 'none'}")
     first = ", ".join(f"{_show(a)}+{_show(b)}" for a, b in tok.merges[:5])
-    print(f"  first merges: {first}")
+    print(f"  first merges: {first or 'none'}")
     for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken"):
         p = os.path.join(args.directory, name)
         if os.path.exists(p):

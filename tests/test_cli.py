@@ -215,3 +215,11 @@ def test_info_says_ignore_merges(tmp_path, capsys):
     assert main(["info", str(tmp_path / "ranks")]) == 0
     assert "ignore_merges: a pre-token whose bytes are a token is that token" in \
         capsys.readouterr().out
+
+
+def test_info_of_an_empty_rank_file(tmp_path, capsys):
+    (tmp_path / "tokenizer.tiktoken").write_bytes(b"")  # a tokenizer of no tokens
+    assert main(["info", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "vocabulary: 0 tokens, 0 merges" in out  # no id range "0--1"
+    assert "longest tokens: none" in out and "first merges: none" in out
