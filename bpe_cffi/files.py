@@ -135,42 +135,124 @@ def strs_to_tokens(strs: list[str], where: str) -> list[bytes]:
 
 @contextmanager
 def atomic_write(path: str, mode: str = "w") -> Iterator:
-    """Writes path whole or not at all: a temporary file in the same directory, then rename.
-    The file gets the permissions the user's umask gives a new file (as open() would), not a
-    temporary file's private 0600. A symbolic link is written through, as open() would: its
-    target is replaced, not the link."""
+    """Writes path whole or not at all (atomic_writes, for one file)."""
+    with atomic_writes([path], mode) as (f,):
+        yield f
+
+
+@contextmanager
+def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
+    """Writes files whole or not at all: each to a temporary file in its directory; once the
+    caller is done, all of them are flushed to disk, and only then renamed over their paths.
+    If a rename fails (a file made immutable), the files already renamed get their old
+    contents back, kept until then as hard links: a failure leaves the files as they were,
+    not half old, half new. The files get the permissions the user's umask gives a new file
+    (as open() would), not a temporary file's private 0600. A symbolic link is written
+    through, as open() would: its target is replaced, not the link. A path that exists and is
+    no regular file (a device, a FIFO: renaming over it would replace the node itself) is
+    refused, as is one ending in a separator."""
+    targets = [_output_target(p) for p in paths]
+    temps: list[tuple[str, object]] = []  # (temporary path, its open file)
+    try:
+        for target in targets:
+            temps.append(_create_temporary(target, mode))
+        yield tuple(f for _, f in temps)
+        for _, f in temps:
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+        _rename_all([tmp for tmp, _ in temps], targets)
+    except BaseException:
+        for tmp, f in temps:
+            with contextlib.suppress(OSError):  # its flush may fail again (a full disk)
+                f.close()
+            with contextlib.suppress(FileNotFoundError):  # (renamed already)
+                os.unlink(tmp)
+        raise
+
+
+def _output_target(path: str) -> str:
+    """The file an output path names (a symbolic link's target), checked before any work."""
     if not path:  # abspath would make it the working directory, written in its parent
         raise ValueError("the output path is empty")
+    if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
+        raise ValueError(f"cannot write {path!r}: a file's path cannot end in a separator")
     if os.path.islink(path):
         path = os.path.realpath(path)
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot write {path!r}: it is a directory")
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"cannot write {path!r}: it is not a regular file (a device, FIFO or "
+                         "socket, which the output would replace); write to a file")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot write {path!r}: no such directory {directory!r}")
+    return path
+
+
+def _beside(path: str, what: str) -> str:
+    """A fresh name for a temporary file beside path. Only the start of path's name is kept:
+    a name near the file system's limit (255 bytes) must leave room for the rest."""
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, f".{name[:32]}.{secrets.token_hex(6)}.{what}")
+
+
+def _create_temporary(target: str, mode: str) -> tuple[str, object]:
     while True:
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+        tmp = _beside(target, "tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
                          0o666)
             break
         except FileExistsError:
             continue
-        except PermissionError as e:  # name the output, not the temporary file
-            raise PermissionError(e.errno, f"cannot write {path!r} ({e.strerror} in "
-                                           f"{directory!r})") from None
+        except OSError as e:  # name the output, not the temporary file
+            raise OSError(e.errno, f"cannot write {target!r} ({e.strerror} in "
+                                   f"{os.path.dirname(tmp)!r})") from None
+    return tmp, os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {}))
+
+
+def _rename_all(temps: list[str], targets: list[str]) -> None:
+    """Renames each temporary file over its target. When there are several, a failure puts
+    back the targets already replaced: their old files from hard links made just before, and
+    a target that did not exist is removed again."""
+    several = len(targets) > 1
+    replaced: list[tuple[str, str | None, bool]] = []  # (target, link to its old file, existed)
     try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        for tmp, target in zip(temps, targets):
+            existed = os.path.exists(target)
+            old = _link_old(target) if several and existed else None
+            try:
+                os.replace(tmp, target)
+            except OSError as e:
+                if old:
+                    os.unlink(old)
+                raise OSError(e.errno, f"cannot write {target!r}: {e.strerror}") from None
+            replaced.append((target, old, existed))
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        for target, old, existed in reversed(replaced):
+            with contextlib.suppress(OSError):
+                if old:
+                    os.replace(old, target)
+                elif not existed:
+                    os.unlink(target)
         raise
+    finally:
+        for _, old, _ in replaced:
+            if old:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(old)
+
+
+def _link_old(target: str) -> str | None:
+    """A hard link to target's file under a fresh name, or None where the file system has no
+    hard links (that target then cannot be put back)."""
+    old = _beside(target, "old")
+    try:
+        os.link(target, old)
+    except OSError:
+        return None
+    return old
 
 
 def check_regular_file(path: str, what: str) -> str:
@@ -183,11 +265,10 @@ def check_regular_file(path: str, what: str) -> str:
 
 
 def save_gpt2(vocab: Vocab, merges: Merges, vocab_path: str, merges_path: str) -> None:
-    """Writes GPT-2's vocab.json and merges.txt, each atomically."""
-    with atomic_write(vocab_path) as f:
-        _write_vocab_json(f, vocab)
-    with atomic_write(merges_path) as f:
-        _write_merges_txt(f, merges)
+    """Writes GPT-2's vocab.json and merges.txt, together atomically (atomic_writes)."""
+    with atomic_writes([vocab_path, merges_path]) as (vocab_f, merges_f):
+        _write_vocab_json(vocab_f, vocab)
+        _write_merges_txt(merges_f, merges)
 
 
 def _write_vocab_json(f, vocab: Vocab) -> None:
@@ -732,10 +813,9 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
         raise FileExistsError(f"cannot save into {out_dir!r}: it is a file, not a directory")
     os.makedirs(out_dir, exist_ok=True)
     paths = [os.path.join(out_dir, name) for name in FILES]
-    # All four are written to temporary files before the first is renamed over its old
-    # version: a failure (a full disk) leaves the directory as it was, not half old, half new.
-    with contextlib.ExitStack() as stack:
-        vocab_f, merges_f, json_f, ranks_f = (stack.enter_context(atomic_write(p)) for p in paths)
+    # All four together: a failure (a full disk) leaves the directory as it was, not half
+    # old, half new.
+    with atomic_writes(paths) as (vocab_f, merges_f, json_f, ranks_f):
         _write_vocab_json(vocab_f, vocab)
         _write_merges_txt(merges_f, merges)
         json.dump(document, json_f, ensure_ascii=False, indent=1)
