@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import base64
 import copy
+import errno
 import json
 import os
 import pickle
 import re
+import stat
 
 import numpy as np
 import pytest
@@ -1144,3 +1146,54 @@ def test_from_files_blames_its_arguments_not_the_files(saved):
         with pytest.raises(ValueError, match=error) as info:
             Tokenizer.from_files(saved / "vocab.json", saved / "merges.txt", **kwargs)
         assert "merges.txt" not in str(info.value)
+
+
+def test_an_output_that_is_a_fifo_is_refused_not_replaced(tmp_path):
+    # Renaming over it would have replaced the node by a regular file (/dev/null too, as root).
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        with files.atomic_write(str(fifo), "wb") as f:
+            f.write(b"ids")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert os.listdir(tmp_path) == ["pipe"]
+
+
+def test_an_output_name_near_the_length_limit_is_written(tmp_path):
+    # The temporary file's name was the output's and 18 bytes more: past 255, refused.
+    out = tmp_path / ("a" * 245 + ".npy")
+    with files.atomic_write(str(out), "wb") as f:
+        f.write(b"ids")
+    assert out.read_bytes() == b"ids" and os.listdir(tmp_path) == [out.name]
+
+
+def test_an_output_path_ending_in_a_separator_is_refused_before_writing(tmp_path):
+    # It was found at the rename, after all the work, with the temporary file's name.
+    with pytest.raises(ValueError, match="cannot end in a separator"):
+        with files.atomic_write(str(tmp_path / "ids.npy") + os.sep, "wb"):
+            pytest.fail("the work started")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("fails", ["fsync", "replace"])
+@pytest.mark.parametrize("call", [1, 2, 3, 4])
+def test_a_failed_save_leaves_the_directory_as_it_was(saved, monkeypatch, fails, call):
+    # Each file was renamed as soon as it was complete: a failure on a later one (a full disk
+    # at its fsync, a file made immutable at its rename) left the directory half old, half new.
+    before = {p.name: p.read_bytes() for p in saved.iterdir()}
+    real = getattr(os, fails)
+    calls = []
+
+    def failing(*args):
+        calls.append(args)
+        if len(calls) == call:
+            raise OSError(errno.EIO, "input/output error")
+        return real(*args)
+
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[256] = b"ab"
+    monkeypatch.setattr(os, fails, failing)
+    with pytest.raises(OSError, match="input/output error"):
+        bpe_cffi.save(vocab, [(b"a", b"b")], saved)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in saved.iterdir()} == before
