@@ -9,7 +9,9 @@ import argparse
 import codecs
 import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 
@@ -155,7 +157,7 @@ def cmd_encode(args) -> None:
 
 def cmd_decode(args) -> None:
     """bpe-cffi decode: a .npy of ids back to text."""
-    if args.out:
+    if args.out is not None:  # (an empty one is refused by the writer)
         refuse_overwriting([args.out], [args.ids] + _tokenizer_files(args.tokenizer))
     tok = Tokenizer.load(args.tokenizer)
     with open(check_regular_file(args.ids, "a .npy of ids"), "rb") as f:
@@ -184,7 +186,7 @@ def cmd_decode(args) -> None:
 
 def _text_output(path: str | None):
     """path written atomically, or standard output (left open) if None."""
-    if path:
+    if path is not None:
         from .files import atomic_write
         return atomic_write(path)
     if sys.stdout is None:  # started with standard output closed
@@ -288,16 +290,42 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (sent by timeout, kill, batch schedulers), raised as an interrupt."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM stops a command as Ctrl-C does: the pool's workers are stopped at once and
+    temporary files removed, none left behind as by the default action (the process killed
+    where it stands). Only where SIGTERM has its default action, from the main thread."""
+    def interrupt(signum, frame):
+        raise _Terminated()
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the command line; returns the exit status (0, 1 for an error, 130 on Ctrl-C)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with warnings.catch_warnings():  # restores showwarning afterwards
-            warnings.showwarning = _warn_in_one_line
+        with warnings.catch_warnings(), _terminate_as_interrupt():
+            warnings.showwarning = _warn_in_one_line  # (catch_warnings restores it)
             args.func(args)
     except UsageError as e:
         parser.error(str(e))  # prints usage and exits 2
+    except _Terminated:
+        print("bpe-cffi: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("bpe-cffi: interrupted", file=sys.stderr)
         return 130

@@ -61,15 +61,20 @@ STDIN = "-"  # an input path that means standard input (a text stream)
 
 
 def check_input_file(path) -> str:
-    """path, if it is a URL, "-" (stdin) or a regular file; else the error that says why not."""
+    """path, if it is "-" (stdin), a regular file, or a URL of another file system than this
+    machine's (fsspec reports what is wrong with those); else the error that says why not. A
+    file:// URL is checked as the local path it names."""
     path = os.fspath(path)
-    if is_url(path) or path == STDIN:
+    if path == STDIN:
         return path
-    if not os.path.exists(path):
+    local = _local_path(path)
+    if local is None:
+        return path
+    if not os.path.exists(local):
         raise FileNotFoundError(f"no such file: {path!r}")
-    if os.path.isdir(path):
+    if os.path.isdir(local):
         raise IsADirectoryError(f"expected a text file, got a directory: {path!r}")
-    if not stat.S_ISREG(os.stat(path).st_mode):
+    if not stat.S_ISREG(os.stat(local).st_mode):
         raise ValueError(f"{path!r} is not a regular file (a FIFO, socket or device cannot be "
                          "read in independent byte ranges); copy it to a file first")
     return path
@@ -121,7 +126,7 @@ def resolve_inputs(paths: PathsLike) -> list[str]:
             matches = fsspec.open_files(p)
             if not matches:
                 raise FileNotFoundError(f"no file matches {p!r}")
-            files.extend(fs.unstrip_protocol(f.path) for f in matches)
+            files.extend(check_input_file(fs.unstrip_protocol(f.path)) for f in matches)
             continue
         if not os.path.exists(p) and glob.has_magic(p):
             matches = sorted(m for m in glob.glob(p) if os.path.isfile(m))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import os
 from typing import AbstractSet, Iterable, Iterator, Sequence, Union
@@ -190,6 +191,14 @@ class Tokenizer:
             vocab = load_tiktoken(path)
             return _named(path, lambda: cls(vocab, merges_from_ranks(vocab), special_tokens,
                                             pattern, ignore_merges=True, **options))
+        try:  # a directory this user may not read lists nothing, or its files unreachable
+            names = set(os.listdir(d))
+        except PermissionError as e:
+            raise PermissionError(e.errno, f"cannot read the tokenizer directory {d!r}: "
+                                           f"{e.strerror}") from None
+        if names & {"tokenizer.json", "vocab.json", "tokenizer.tiktoken"}:
+            raise PermissionError(errno.EACCES, f"cannot reach the files of the tokenizer "
+                                                f"directory {d!r}: permission denied")
         raise FileNotFoundError(f"{d!r} holds no tokenizer.json, vocab.json or tokenizer.tiktoken")
 
     def save(self, directory) -> list[str]:

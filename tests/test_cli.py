@@ -1,7 +1,10 @@
 """The bpe-cffi command line: happy paths and user errors (exit status, one line, no trace)."""
+import errno
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -223,3 +226,58 @@ def test_info_of_an_empty_rank_file(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "vocabulary: 0 tokens, 0 merges" in out  # no id range "0--1"
     assert "longest tokens: none" in out and "first merges: none" in out
+
+
+def test_a_file_url_is_checked_as_the_file_it_names(tmp_path, capsys):
+    # A FIFO named by a file:// URL hung the reader; /dev/zero encoded to nothing.
+    main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / "t"), "--quiet"])
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for url in (fifo.as_uri(), "file:///dev/zero"):
+        capsys.readouterr()
+        assert main(["encode", "--tokenizer", str(tmp_path / "t"), url, "--out",
+                     str(tmp_path / "ids.npy"), "--quiet"]) == 1
+        assert "is not a regular file" in capsys.readouterr().err
+
+
+def test_decode_to_an_empty_out_is_an_error_not_standard_output(tmp_path, capsys):
+    main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / "t"), "--quiet"])
+    np.save(tmp_path / "ids.npy", np.array([104, 105], np.uint16))
+    capsys.readouterr()
+    assert main(["decode", "--tokenizer", str(tmp_path / "t"), str(tmp_path / "ids.npy"),
+                 "--out", ""]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "the output path is empty" in err
+
+
+def test_a_tokenizer_directory_that_cannot_be_read_says_so(tmp_path, monkeypatch):
+    # Its files looked absent ("holds no tokenizer.json, ..."). Root reads any directory, so
+    # the refusal is made here as the file system makes it for another user.
+    def refused(path):
+        raise PermissionError(errno.EACCES, "Permission denied", path)
+
+    monkeypatch.setattr(os, "listdir", refused)
+    with pytest.raises(PermissionError, match="cannot read the tokenizer directory"):
+        bpe_cffi.Tokenizer.load(tmp_path)
+
+
+def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path):
+    # By default SIGTERM (timeout, kill, batch schedulers) killed the process where it stood,
+    # leaving its temporary output behind.
+    main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / "t"), "--quiet"])
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "bpe_cffi", "encode", "--tokenizer",
+                             str(tmp_path / "t"), "-", "--out", str(out / "ids.npy"), "--quiet"],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(b"hello world\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not os.listdir(out):  # the output's temporary file: the command is at work
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    proc.terminate()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert b"bpe-cffi: terminated" in err and b"Traceback" not in err
+    assert os.listdir(out) == []
