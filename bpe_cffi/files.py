@@ -855,8 +855,8 @@ def load_counts(path) -> dict[bytes, int]:
     if (offsets.ndim != 1 or values.ndim != 1 or offsets.dtype.kind not in "iu"
             or values.dtype.kind not in "iu" or len(offsets) != len(values) + 1
             or offsets[0] != 0 or offsets[-1] != len(blob) or (np.diff(offsets) < 0).any()
-            or (values < 0).any()):
-        raise ValueError(f"{path}: inconsistent word-count file")
+            or (values < 0).any() or (len(values) and int(values.max()) >= 2**63)):
+        raise ValueError(f"{path}: inconsistent word-count file")  # (counts are int64)
     from .counter import arrays_to_counts
     counts = arrays_to_counts((blob, offsets, values))
     if len(counts) != len(values):  # save_counts writes each word once

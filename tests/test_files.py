@@ -423,11 +423,13 @@ def test_counts_file_broken_or_inconsistent(tmp_path):
     with pytest.raises(ValueError, match="counts.npz: not a bpe_cffi word-count file"):
         bpe_cffi.load_counts(path)
     # A word listed twice kept its last count only.
+    # A uint64 count past int64 failed later, in training, without naming the file.
     for words, offsets, counts in [(b"abcd", [0, 3, 1, 4], [1, 1, 1]),
-                                   (b"abcd", [0, 2, 4], [1, -1]), (b"abab", [0, 2, 4], [1, 2])]:
+                                   (b"abcd", [0, 2, 4], [1, -1]), (b"abab", [0, 2, 4], [1, 2]),
+                                   (b"abcd", [0, 2, 4], np.array([1, 2**63], np.uint64))]:
         with open(path, "wb") as f:
             np.savez(f, words=np.frombuffer(words, np.uint8), offsets=np.array(offsets),
-                     counts=np.array(counts), format=np.array(["bpe_cffi word counts 1"]))
+                     counts=np.asarray(counts), format=np.array(["bpe_cffi word counts 1"]))
         with pytest.raises(ValueError, match="counts.npz: inconsistent word-count file"):
             bpe_cffi.load_counts(path)
 
