@@ -1179,7 +1179,8 @@ def test_an_output_path_ending_in_a_separator_is_refused_before_writing(tmp_path
 
 @pytest.mark.parametrize("fails", ["fsync", "replace"])
 @pytest.mark.parametrize("call", [1, 2, 3, 4])
-def test_a_failed_save_leaves_the_directory_as_it_was(saved, monkeypatch, fails, call):
+def test_a_save_failing_at_an_fsync_or_a_rename_leaves_the_directory_as_it_was(
+        saved, monkeypatch, fails, call):
     # Each file was renamed as soon as it was complete: a failure on a later one (a full disk
     # at its fsync, a file made immutable at its rename) left the directory half old, half new.
     before = {p.name: p.read_bytes() for p in saved.iterdir()}
@@ -1198,4 +1199,4 @@ def test_a_failed_save_leaves_the_directory_as_it_was(saved, monkeypatch, fails,
     with pytest.raises(OSError, match="input/output error"):
         bpe_cffi.save(vocab, [(b"a", b"b")], saved)
     monkeypatch.undo()
-    assert {p.name: p.read_bytes() for p in saved.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in saved.iterdir()} == before  # no temporary left
