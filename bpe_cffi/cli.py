@@ -79,10 +79,7 @@ def cmd_train(args) -> None:
     check_vocab_size(args.vocab_size, len(specials))
     inputs = resolve_inputs(inputs)
     refuse_overwriting(_tokenizer_files(args.out), inputs)
-    if not args.out:  # before the training
-        raise ValueError("--out is empty")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise FileExistsError(f"--out {args.out!r} is a file, not a directory")
+    _check_out_directory(args.out)
     progress = not args.quiet
     _note_if_regex(args.pattern)
 
@@ -118,6 +115,24 @@ def cmd_train(args) -> None:
         print(f"  peak memory (largest process): {peak:.0f} MB")
     print(f"  longest tokens: {_longest(vocab[256 + i] for i in range(len(merges)))}")
     print(f"  wrote {', '.join(os.path.basename(p) for p in paths)} to {args.out}")
+
+
+def _check_out_directory(out: str) -> None:
+    """Refuses, before the training, an --out that the tokenizer's files could not be saved
+    into: found only at the end, it cost the training."""
+    if not out:
+        raise ValueError("--out is empty")
+    if os.path.islink(out) and not os.path.exists(out):
+        raise FileNotFoundError(f"--out {out!r} is a symbolic link to nothing")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise FileExistsError(f"--out {out!r} is a file, not a directory")
+    existing = os.path.abspath(out)  # the directory itself, or the nearest one above it
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise NotADirectoryError(f"cannot make --out {out!r}: {existing!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write into {existing!r} (for --out {out!r})")
 
 
 def _note_if_regex(pattern: str) -> None:

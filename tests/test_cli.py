@@ -281,3 +281,16 @@ def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM
     assert b"bpe-cffi: terminated" in err and b"Traceback" not in err
     assert os.listdir(out) == []
+
+
+@pytest.mark.parametrize("case", ["a link to nothing", "under a file"])
+def test_train_refuses_an_out_it_could_not_save_into_before_training(tmp_path, capsys, case):
+    # Both were found by the save, once the training was done.
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    out = {"a link to nothing": "link", "under a file": "file/tok"}[case]
+    assert main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / out)]) == 1
+    captured = capsys.readouterr()
+    assert "trained" not in captured.out
+    assert {"a link to nothing": "symbolic link to nothing",
+            "under a file": "is a file"}[case] in captured.err
