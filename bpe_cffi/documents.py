@@ -18,14 +18,13 @@ import contextlib
 import gzip
 import io
 import json
-import os
 import re
 import sys
 import zlib
 from typing import Iterator
 
 from .chunking import Edges, cut_stream
-from .sources import STDIN, check_input_file, read_range_bytes
+from .sources import STDIN, check_input_file, file_size, is_url, open_binary, read_range_bytes
 
 try:  # the "gzip" extra: the same files decompressed 3-5x faster (docs/performance.md)
     from isal import igzip as _gzip
@@ -39,6 +38,30 @@ _JSON = json.JSONDecoder()  # .decode: the one JSON value a str holds, else JSON
 # JSON may escape half of a UTF-16 surrogate pair alone ("\ud800"), which decodes to a str
 # that is no Unicode text (it cannot be UTF-8).
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _long_json_int(digits: str) -> int | float:
+    """A JSON integer as an int, or past int()'s limit on digits (4 300 by default since
+    Python 3.11) as a float: valid JSON all the same, and only other fields than the text
+    field can hold it (a text field must be a str)."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
+_JSON_LONG_INTS = json.JSONDecoder(parse_int=_long_json_int)
+
+
+def _decode_json(line: str):
+    """The JSON value of a line, whatever its integers' length (their conversion is a
+    ValueError that is no JSONDecodeError, and names neither file nor line)."""
+    try:
+        return _JSON.decode(line)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        return _JSON_LONG_INTS.decode(line)
 
 
 def kind_of(path: str) -> str:
@@ -78,9 +101,9 @@ def parts(path: str, target: int) -> list[Part]:
 
 def _line_ranges(path: str, target: int) -> list[tuple[int, int]]:
     """Byte ranges of about target bytes, each ending just after a line break (or at the end)."""
-    size = os.path.getsize(path)
+    size = file_size(path)
     cuts = [0]
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         while cuts[-1] + target < size:
             f.seek(cuts[-1] + target)
             f.readline()  # to the end of the line the target falls in
@@ -180,8 +203,8 @@ def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> li
     lines = [line for line in block.split("\n") if line.strip()]
     try:
         records = list(map(_JSON.decode, lines))
-    except (json.JSONDecodeError, RecursionError):  # then line by line, to name the line
-        records = None
+    except (ValueError, RecursionError):  # then line by line, to name the line (or, for an
+        records = None                    # integer too long for int(), to read it as float)
     if records is not None:
         texts = [r.get(text_field) if isinstance(r, dict) else None for r in records]
         if all(isinstance(t, str) for t in texts):
@@ -234,9 +257,12 @@ def _first_bad_utf8(path: str) -> str:
 
 
 def _open_binary(path: str):
-    """The file's bytes, decompressed by its extension."""
+    """The file's bytes (a URL's through fsspec), decompressed by its extension."""
     name = path.lower()
     if name.endswith(".gz"):
+        if is_url(path):  # fsspec's gzip reader closes the file under it
+            import fsspec
+            return fsspec.open(path, "rb", compression="gzip").open()
         return _gzip.open(path, "rb")
     if name.endswith(".zst"):
         try:
@@ -245,7 +271,7 @@ def _open_binary(path: str):
             raise ImportError(f"reading {path} needs zstandard: "
                               "pip install 'bpe_cffi[zstd]'") from None
         return io.BufferedReader(_ZstdFrames(path, zstandard))
-    return open(path, "rb")
+    return open_binary(path)
 
 
 class _ZstdFrames(io.RawIOBase):
@@ -267,13 +293,13 @@ class _ZstdFrames(io.RawIOBase):
 
     def readinto(self, buffer) -> int:
         if self._stream is None:
-            with open(self._path, "rb") as f:
+            with open_binary(self._path) as f:
                 cut = _zstd_cut_at(f)
             if cut is not None:
                 raise EOFError(f"the file ends inside a zstd frame (byte {cut}): is it cut "
                                "short?")
             self._stream = self._zstd.ZstdDecompressor().stream_reader(
-                open(self._path, "rb"), read_across_frames=True, closefd=True)
+                open_binary(self._path), read_across_frames=True, closefd=True)
         try:
             return self._stream.readinto(buffer)
         except self._zstd.ZstdError as e:
@@ -293,7 +319,7 @@ def _zstd_cut_at(f) -> int | None:
     """Where a zstd file (RFC 8878) ends inside a frame, or None if it ends whole: the frames'
     headers and block headers are read, their contents skipped. Bytes that are no frame are
     left to the decompressor, which names them."""
-    size = os.fstat(f.fileno()).st_size
+    size = f.seek(0, io.SEEK_END)
     at = 0
     while at < size:
         f.seek(at)
@@ -362,7 +388,7 @@ def _jsonl_documents(f, path: str, text_field: str, file_start: bool = False
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = _decode_json(line)
         except json.JSONDecodeError as e:
             if line.startswith("\ufeff"):  # json's advice (utf-8-sig) does not apply here
                 raise ValueError(f"{path}:{lineno}: a byte order mark, which only the start "
@@ -390,8 +416,9 @@ def _parquet_file(path: str):
     except ImportError:
         raise ImportError(f"reading {path} needs pyarrow: pip install 'bpe_cffi[parquet]'") \
             from None
+    source = open_binary(path) if is_url(path) else path  # a URL's file, through fsspec
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(source)
     except Exception as e:  # pyarrow's errors have no common public base
         raise ValueError(f"{path}: not a Parquet file ({e})") from None
 
@@ -405,9 +432,29 @@ def _parquet_documents(path: str, text_field: str, start: int = 0, end: int = WH
                          f"{', '.join(parquet.schema_arrow.names)}; choose one with "
                          "text_field= or --text-field)")
     groups = range(parquet.metadata.num_row_groups)[start:None if end == WHOLE else end]
+    # Records are numbered in the file from 0, for errors: those of the groups before.
+    record = sum(parquet.metadata.row_group(g).num_rows for g in range(groups.start))
     for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH, row_groups=list(groups),
                                       columns=[text_field]):
-        for text in batch.column(0).to_pylist():
+        column = batch.column(0)
+        try:
+            texts = column.to_pylist()
+        except UnicodeDecodeError:  # a string column is UTF-8 by its type, not always in fact
+            bad = next(i for i in range(len(column)) if not _decodes(column[i]))
+            raise ValueError(f"{path}: record {record + bad}: column {text_field!r} holds "
+                             "text that is not valid UTF-8") from None
+        for text in texts:
             if not isinstance(text, str):
-                raise ValueError(f"{path}: column {text_field!r} holds {text!r}, not text")
+                raise ValueError(f"{path}: record {record}: column {text_field!r} holds "
+                                 f"{text!r}, not text")
+            record += 1
             yield text
+
+
+def _decodes(value) -> bool:
+    """Whether a pyarrow value converts to Python."""
+    try:
+        value.as_py()
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -325,3 +325,48 @@ def test_a_bad_record_is_named_by_its_line_in_the_file(tmp_path, workers, name, 
     escaped_pair = tmp_path / "pair.jsonl"  # a pair, and an escaped backslash: both fine
     escaped_pair.write_text(json.dumps({"text": "\U0001F600 \\ud800"}) + "\n")
     assert bpe_cffi.count_words(str(escaped_pair), num_workers=workers)[b"ud"] == 1
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_file_url_reads_as_its_path_in_every_format(corpus, tok, tmp_path, fmt, workers):
+    # JSON lines, gzip and zstandard files were opened as local paths: a URL (fsspec's, as
+    # the plain text and Parquet readers take) was "No such file or directory".
+    url = corpus[fmt].as_uri()
+    assert bpe_cffi.count_words(url, [EOT], num_workers=workers) == \
+        bpe_cffi.count_words(corpus[fmt], [EOT], num_workers=workers)
+    tok.encode_file(url, tmp_path / "ids.npy", num_workers=workers)
+    want = tok.encode(corpus["plain"].read_bytes().decode("utf-8"))
+    assert np.load(tmp_path / "ids.npy").tolist() == want
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_parquet_text_not_utf8_or_not_text_names_the_file_and_record(tmp_path, workers):
+    # Invalid UTF-8 in a string column was a bare UnicodeDecodeError naming no file.
+    bad = tmp_path / "bad.parquet"
+    texts = pa.array([b"ok"] * 9 + [b"caf\xe9"], pa.binary()).view(pa.string())
+    pq.write_table(pa.table({"text": texts}), bad, row_group_size=4)
+    with pytest.raises(ValueError, match="bad.parquet: record 9: column 'text' holds text "
+                                         "that is not valid UTF-8"):
+        bpe_cffi.count_words(str(bad), num_workers=workers)
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"text": ["a"] * 5 + [None]}), nulls, row_group_size=2)
+    with pytest.raises(ValueError, match="nulls.parquet: record 5: column 'text' holds None"):
+        bpe_cffi.count_words(str(nulls), num_workers=workers)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("name", ["long.jsonl", "long.jsonl.gz"])
+def test_a_json_integer_longer_than_int_takes_is_read(tmp_path, workers, name):
+    # Python's int() takes 4 300 digits at most: the ValueError named neither file nor line.
+    path = tmp_path / name
+
+    def write(data: str) -> None:
+        path.write_bytes(gzip.compress(data.encode()) if name.endswith(".gz") else data.encode())
+
+    write('{"text": "a b"}\n{"id": ' + "1" * 5000 + ', "text": "b c"}\n')
+    assert bpe_cffi.count_words(str(path), num_workers=workers) == \
+        {b"a": 1, b" b": 1, b"b": 1, b" c": 1}
+    write('{"text": ' + "1" * 5000 + '}\n')  # as the text field: no text
+    with pytest.raises(ValueError, match=f"{name}:1: the record's text field 'text' holds inf"):
+        bpe_cffi.count_words(str(path), num_workers=workers)
