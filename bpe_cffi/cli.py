@@ -9,9 +9,7 @@ import argparse
 import codecs
 import contextlib
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 
@@ -305,42 +303,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (sent by timeout, kill, batch schedulers), raised as an interrupt."""
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt():
-    """SIGTERM stops a command as Ctrl-C does: the pool's workers are stopped at once and
-    temporary files removed, none left behind as by the default action (the process killed
-    where it stands). Only where SIGTERM has its default action, from the main thread."""
-    def interrupt(signum, frame):
-        raise _Terminated()
-
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
-        yield
-        return
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Runs the command line; returns the exit status (0, 1 for an error, 130 on Ctrl-C)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with warnings.catch_warnings(), _terminate_as_interrupt():
-            warnings.showwarning = _warn_in_one_line  # (catch_warnings restores it)
+        with warnings.catch_warnings():  # restores showwarning afterwards
+            warnings.showwarning = _warn_in_one_line
             args.func(args)
     except UsageError as e:
         parser.error(str(e))  # prints usage and exits 2
-    except _Terminated:
-        print("bpe-cffi: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("bpe-cffi: interrupted", file=sys.stderr)
         return 130

@@ -100,9 +100,6 @@ def pool_job(fn: Callable) -> Callable:
 def _worker_start(stop, initializer: Callable | None, initargs: tuple) -> None:
     global _stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Pool.terminate stops workers by SIGTERM: its default action, not a handler inherited
-    # from the parent (the command line's raises an interrupt, with a traceback a worker).
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _stop = stop
     if initializer is not None:
         initializer(*initargs)

@@ -1,10 +1,8 @@
 """The bpe-cffi command line: happy paths and user errors (exit status, one line, no trace)."""
 import errno
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -259,28 +257,6 @@ def test_a_tokenizer_directory_that_cannot_be_read_says_so(tmp_path, monkeypatch
     monkeypatch.setattr(os, "listdir", refused)
     with pytest.raises(PermissionError, match="cannot read the tokenizer directory"):
         bpe_cffi.Tokenizer.load(tmp_path)
-
-
-def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path):
-    # By default SIGTERM (timeout, kill, batch schedulers) killed the process where it stood,
-    # leaving its temporary output behind.
-    main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / "t"), "--quiet"])
-    out = tmp_path / "out"
-    out.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "bpe_cffi", "encode", "--tokenizer",
-                             str(tmp_path / "t"), "-", "--out", str(out / "ids.npy"), "--quiet"],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdin.write(b"hello world\n")
-    proc.stdin.flush()
-    deadline = time.monotonic() + 60
-    while not os.listdir(out):  # the output's temporary file: the command is at work
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.01)
-    proc.terminate()
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signal.SIGTERM
-    assert b"bpe-cffi: terminated" in err and b"Traceback" not in err
-    assert os.listdir(out) == []
 
 
 @pytest.mark.parametrize("case", ["a link to nothing", "under a file"])
