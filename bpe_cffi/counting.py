@@ -22,6 +22,7 @@ from .progress import progress_bar
 from .sources import STDIN, PathsLike, file_size, resolve_inputs
 from .specials import unique_specials
 from .tally import count_group, set_progress, tally_group
+from .threads import map_in_threads
 
 # With num_workers=None and a C scanner, one worker per this many bytes of input (up to one
 # per core). A worker costs a process start (a fork: the larger the parent, the dearer),
@@ -174,7 +175,7 @@ def _count_on_threads(tasks: list, threads: int, report, take) -> WordCounter:
         return tally_group(group, report).finish_counter()
 
     with ThreadPoolExecutor(threads) as pool:
-        results = list(pool.map(count, [tasks[g::threads] for g in range(threads)]))
+        results = map_in_threads(pool, count, [(tasks[g::threads],) for g in range(threads)])
     total = None
     for words, *rest in results:
         take(*rest)

@@ -20,6 +20,7 @@ from .counter import text_error, utf8_documents, utf8_offsets
 from .files import MergeNotInVocabulary, MergeParts, offsets_of
 from .patterns import Pretokenizer
 from .specials import Pieces, SpecialTokens, special_only_ids
+from .threads import map_in_threads
 
 _LIST_DIRECT_CHARS = 1 << 10  # up to this many characters encode_list skips numpy
 _SHARED_INTS_FROM = 1 << 16  # from this many ids on, a list takes the vocabulary's own ints
@@ -124,7 +125,7 @@ class Encoder:
             return self._checked(self._encode_utf8(data), data).astype(dtype, copy=False)
         view = memoryview(data)  # slices without copies
         cuts = self._edges.plan_text(data, n)
-        parts = list(self._pool().map(self._encode_utf8, [view[a:b] for a, b in cuts]))
+        parts = map_in_threads(self._pool(), self._encode_utf8, [(view[a:b],) for a, b in cuts])
         for part in parts:
             self._checked(part, data)
         return np.concatenate(parts, dtype=dtype, casting="unsafe")  # cast as they are joined
@@ -178,7 +179,7 @@ class Encoder:
         of texts, encoded at once on the threads."""
         groups = self._batch_groups(texts)
         if self.pretokenizer.family is None:
-            results = list(self._pool().map(self._encode_regex, groups)) \
+            results = map_in_threads(self._pool(), self._encode_regex, [(g,) for g in groups]) \
                 if len(groups) > 1 else [self._encode_regex(texts)]
         elif len(groups) <= 1:
             results = [self._encode_prepared(*self._prepare(texts))]
@@ -186,10 +187,8 @@ class Encoder:
             # The UTF-8 of each run is made here, run after run, while the threads encode the
             # runs before it: made on the threads, it holds the GIL there, and the two threads
             # waited on each other for it (realmix's 408 k lines: 110-117 against 135-158 ms).
-            pool = self._pool()
-            futures = [pool.submit(self._encode_prepared, *self._prepare(group))
-                       for group in groups]
-            results = [f.result() for f in futures]
+            results = map_in_threads(self._pool(), self._encode_prepared,
+                                     (self._prepare(group) for group in groups))
         if len(results) == 1:
             return results[0][0].astype(dtype, copy=False), results[0][1]
         offsets = np.cumsum([0] + [len(ids) for ids, _ in results[:-1]])

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
+import textwrap
 import threading
 import tracemalloc
 
@@ -987,3 +990,33 @@ def test_a_lone_surrogate_in_a_batch_is_the_error_of_its_text(trained, pattern):
             with pytest.raises(UnicodeEncodeError) as caught:
                 method(texts)
             assert (caught.value.object, caught.value.start, caught.value.end) == (bad, 2, 3)
+
+
+def test_long_inputs_encode_and_count_while_the_interpreter_shuts_down(tmp_path):
+    # A thread still running after the main thread returned (or an atexit handler) got
+    # "RuntimeError: cannot schedule new futures after interpreter shutdown" from every input
+    # long enough to be cut for threads.
+    script = textwrap.dedent(f"""
+        import threading, time, bpe_cffi
+        vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 300)
+        tok = bpe_cffi.Tokenizer(vocab, merges, num_threads=2)
+        text = "hello world, " * 250_000  # 3.2 MB: cut for the threads
+        want = tok.encode(text)
+        batch = [text[:300_000]] * 4  # over 256 K characters: runs of texts for the threads
+        want_batch = tok.encode_batch(batch)
+        path = {str(tmp_path / "corpus.txt")!r}
+        open(path, "w").write(text)
+        counts = bpe_cffi.count_words(path)
+
+        def late():
+            time.sleep(0.5)  # the main thread has returned
+            assert tok.encode(text) == want
+            assert tok.encode_batch(batch) == want_batch
+            assert bpe_cffi.count_words(path) == counts
+            print("ok")
+
+        threading.Thread(target=late).start()
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and run.stdout == "ok\n", run.stderr[-2000:]

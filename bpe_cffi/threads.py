@@ -1,0 +1,34 @@
+"""Work handed to a thread pool, that runs on the calling thread once the pool takes no more.
+
+concurrent.futures refuses new work once the interpreter has begun to shut down: a thread still
+running after the main thread returned, or an atexit handler, got "RuntimeError: cannot schedule
+new futures after interpreter shutdown" from any input long enough to be cut for threads. The
+work is the same on one thread, only slower.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Executor, Future
+from typing import Callable, Iterable
+
+
+def map_in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) -> list:
+    """[fn(*args) for args in arg_tuples], on the pool's threads: each submitted as its
+    arguments come (the calling thread may make the next ones while the threads work), the
+    results in order. Those the pool refuses run here."""
+    futures: list[Future] = []
+    refused = False
+    try:
+        for args in arg_tuples:
+            if not refused:
+                try:
+                    futures.append(pool.submit(fn, *args))
+                    continue
+                except RuntimeError:  # the interpreter shuts down (or the pool did)
+                    refused = True
+            done: Future = Future()
+            done.set_result(fn(*args))
+            futures.append(done)
+        return [f.result() for f in futures]
+    finally:  # after an error, what has not started need not run
+        for f in futures:
+            f.cancel()
