@@ -150,35 +150,36 @@ class Edges:
         return (any(text.find(c, lo, hi) >= 0 for c in self.ascii_space)
                 and len(text[lo:hi].strip(self.ascii_space)) > 0)
 
-    def next_edge(self, f, pos: int, size: int) -> int:
-        """The first safe edge at or after pos in file f of size bytes, or size if none."""
+    def next_edge(self, f, pos: int, end: int) -> int:
+        """The first safe edge at or after pos and before end in file f (whose bytes run at
+        least to end), or -1 if none."""
         if self.none:
-            return size
+            return -1
         behind = max(self.behind, self.reach)
         start, step = pos, _FIRST_BLOCK
-        while start < size:
+        while start < end:
             lo = max(0, start - behind)
             f.seek(lo)
             block = f.read(start - lo + step + behind)
-            i = self.safe_in(block, start - lo, start - lo + step)
+            i = self.safe_in(block, start - lo, min(start + step, end) - lo)
             if i >= 0:
                 return lo + i
             start += step
             step = min(2 * step, _MAX_BLOCK)
-        return size
+        return -1
 
-    def first_edge(self, text: AnyStr, pos: int) -> int:
-        """The first safe edge of text (held whole) at or after pos, or len(text) if none."""
+    def first_edge(self, text: AnyStr, pos: int, end: int) -> int:
+        """The first safe edge of text (held whole) at or after pos and before end, or -1."""
         if self.none:
-            return len(text)
+            return -1
         start, step = pos, _FIRST_BLOCK
-        while start < len(text):
-            i = self.safe_in(text, start, min(start + step, len(text)))
+        while start < end:
+            i = self.safe_in(text, start, min(start + step, end))
             if i >= 0:
                 return i
             start += step
             step = min(2 * step, _MAX_BLOCK)
-        return len(text)
+        return -1
 
     def last_edge(self, text: AnyStr, start: int = 0) -> int:
         """The last safe edge of text at or after start, or 0 if there is none. text may
@@ -198,23 +199,29 @@ class Edges:
     def plan_text(self, text: AnyStr, parts: int) -> list[tuple[int, int]]:
         """Text held whole (str or bytes) cut into about `parts` parts on safe edges."""
         target = -(-len(text) // parts)
-        cuts = [0]
-        while cuts[-1] + target < len(text):
-            edge = self.first_edge(text, cuts[-1] + target)
-            if edge >= len(text):
-                break
-            cuts.append(edge)
-        cuts.append(len(text))
-        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+        return self._plan(len(text), target,
+                          lambda pos, end: self.first_edge(text, pos, end))
 
     def plan(self, f, size: int, target: int) -> list[tuple[int, int]]:
         """Byte ranges (start, end) of about `target` bytes of file f, cut on safe edges."""
-        cuts = [0]
-        while cuts[-1] + target < size:
-            edge = self.next_edge(f, cuts[-1] + target, size)
-            if edge >= size:
-                break
+        return self._plan(size, target, lambda pos, end: self.next_edge(f, pos, end))
+
+    @staticmethod
+    def _plan(size: int, target: int, edge_in) -> list[tuple[int, int]]:
+        """Cuts of size bytes about target apart, each the first edge edge_in(pos, end) finds
+        in the eighth of target past where the cut would fall; where it finds none, the part
+        runs on to the next. Text with few edges costs the edge regex up to 350 ns a byte, 20
+        times what encoding it costs (o200k's "\n/" over and over: a 2 MB text took 0.8 s
+        to plan, 0.13 s to encode), so no more than an eighth of it is searched."""
+        window = max(1, target // 8)
+        cuts, pos = [0], target
+        while pos < size:
+            edge = edge_in(pos, min(size, pos + window))
+            if edge < 0:
+                pos += target
+                continue
             cuts.append(edge)
+            pos = edge + target
         cuts.append(size)
         return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
