@@ -211,7 +211,7 @@ class Edges:
         """Cuts of size bytes about target apart, each the first edge edge_in(pos, end) finds
         in the eighth of target past where the cut would fall; where it finds none, the part
         runs on to the next. Text with few edges costs the edge regex up to 350 ns a byte, 20
-        times what encoding it costs (o200k's "\n/" over and over: a 2 MB text took 0.8 s
+        times what encoding it costs (o200k's "\\n/" over and over: a 2 MB text took 0.8 s
         to plan, 0.13 s to encode), so no more than an eighth of it is searched."""
         window = max(1, target // 8)
         cuts, pos = [0], target
