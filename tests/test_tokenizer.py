@@ -355,28 +355,31 @@ def test_runs_of_overlapping_specials_are_found_whole(s, text, data):
     assert len(_occurrences("x" * 1_000_000, "x" * 1000, 1, 0, 1_000_000)) == 1
 
 
+class _SearchCounter:
+    """An edge regex that counts the characters its searches cover."""
+
+    def __init__(self, finder):
+        self.finder, self.searched = finder, 0
+
+    def finditer(self, text, pos=0, endpos=None):
+        endpos = len(text) if endpos is None else endpos
+        self.searched += endpos - pos
+        return self.finder.finditer(text, pos, endpos)
+
+
 @pytest.mark.parametrize("family, fill", [("gpt2", b" "), ("o200k", b"a")])
 def test_edge_search_reads_each_block_once(family, fill):
     # A long text without an edge: the family's edge regex once searched from each block to
     # the end of the text, so cutting 50 MB of one letter for threads took minutes.
     from bpe_cffi.chunking import Edges
     from bpe_cffi.patterns import pretokenizer
-    edges, searched = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges), 0
-    finder = edges.finder
-
-    class CountingFinder:
-        def finditer(self, text, pos=0, endpos=None):
-            nonlocal searched
-            endpos = len(text) if endpos is None else endpos
-            searched += endpos - pos
-            return finder.finditer(text, pos, endpos)
-
-    edges.finder = CountingFinder()
+    edges = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges)
+    edges.finder = finder = _SearchCounter(edges.finder)
     text = fill * 2_000_000
     assert edges.first_edge(text + b"x", 1, len(text) + 1) == -1
     assert edges.first_edge(text + b"x \n", 1, len(text) + 1) == -1
     assert edges.last_edge(text) == 0  # back from the end, as encode_iterable searches
-    assert searched <= 4 * len(text), searched  # three searches of the text, each once
+    assert finder.searched <= 4 * len(text), finder.searched  # three searches, each once
 
 
 def test_first_edge_search_stops_at_the_first_edge():
@@ -1032,19 +1035,10 @@ def test_cutting_text_with_few_edges_searches_an_eighth_of_it(family, text):
     # it would fall, and left out if not there.
     from bpe_cffi.chunking import Edges
     from bpe_cffi.patterns import pretokenizer
-    edges, searched = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges), 0
-    finder = edges.finder
-
-    class CountingFinder:
-        def finditer(self, text, pos=0, endpos=None):
-            nonlocal searched
-            endpos = len(text) if endpos is None else endpos
-            searched += endpos - pos
-            return finder.finditer(text, pos, endpos)
-
-    edges.finder = CountingFinder()
+    edges = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges)
+    edges.finder = finder = _SearchCounter(edges.finder)
     assert edges.plan_text(text, 8) == [(0, len(text))]
-    assert 0 < searched <= len(text) // 8 + 8 * 64, searched
+    assert 0 < finder.searched <= len(text) // 8 + 8 * 64, finder.searched
     with_edges = text + b" a" + text  # the edge is found where it lies, in its window
     cuts = [a for a, _ in edges.plan_text(with_edges, 2)]
     assert cuts == [0, len(text) + 2]  # before the whitespace after "a"
