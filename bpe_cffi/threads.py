@@ -14,20 +14,16 @@ from typing import Callable, Iterable
 def map_in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) -> list:
     """[fn(*args) for args in arg_tuples], on the pool's threads: each submitted as its
     arguments come (the calling thread may make the next ones while the threads work), the
-    results in order. Those the pool refuses run here."""
+    results in order. Once the pool refuses one, it and the rest run here."""
     futures: list[Future] = []
-    refused = False
+    rest = iter(arg_tuples)
     try:
-        for args in arg_tuples:
-            if not refused:
-                try:
-                    futures.append(pool.submit(fn, *args))
-                    continue
-                except RuntimeError:  # the interpreter shuts down (or the pool did)
-                    refused = True
-            done: Future = Future()
-            done.set_result(fn(*args))
-            futures.append(done)
+        for args in rest:
+            try:
+                futures.append(pool.submit(fn, *args))
+            except RuntimeError:  # the interpreter shuts down (or the pool did)
+                here = [fn(*args)] + [fn(*more) for more in rest]
+                return [f.result() for f in futures] + here
         return [f.result() for f in futures]
     finally:  # after an error, what has not started need not run
         for f in futures:
