@@ -26,7 +26,7 @@ from .tokenizer import Tokenizer
 from .training import check_vocab_size, train_from_arrays
 
 
-_FORMATS = "UTF-8 text, .jsonl, .parquet, .gz or .zst compressed text or JSON lines"
+_FORMATS = "UTF-8 text, .jsonl (.ndjson), .parquet, .gz or .zst compressed text or JSON lines"
 _DECODE_BLOCK_IDS = 1 << 20  # ids decode turns into text at a time
 
 

@@ -77,11 +77,11 @@ def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
     """Counts the pre-tokens of UTF-8 corpus files (docs/spec.md): {pre-token bytes: count}.
 
     input_path: a path, a list of paths, or a glob (fsspec URLs too); plain text, or by
-    extension .jsonl, .parquet, and .gz / .zst compressed text or JSON lines, whose records
-    are documents with their text in text_field (documents.py). Special tokens cut the text
-    and are not counted. pattern: a regex, or a family's name (bpe_cffi.PATTERNS). client: a
-    dask.distributed Client to count plain text on a cluster instead of a local pool. The
-    result depends on neither num_workers nor client.
+    extension .jsonl (or .ndjson), .parquet, and .gz / .zst compressed text or JSON lines,
+    whose records are documents with their text in text_field (documents.py). Special tokens
+    cut the text and are not counted. pattern: a regex, or a family's name (bpe_cffi.PATTERNS).
+    client: a dask.distributed Client to count plain text on a cluster instead of a local
+    pool. The result depends on neither num_workers nor client.
     """
     total, _ = _count(input_path, special_tokens, pattern, num_workers, client, progress,
                       text_field)

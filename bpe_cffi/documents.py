@@ -1,7 +1,7 @@
-"""Corpus files read as a stream of documents, picked by extension: JSON lines (.jsonl),
-Parquet (.parquet), text or JSON lines compressed with gzip (.gz) or zstandard (.zst), and
-standard input ("-", text). Plain text files are not read here: they are cut into byte
-ranges that processes read on their own (sources.py, chunking.py).
+"""Corpus files read as a stream of documents, picked by extension: JSON lines (.jsonl or
+.ndjson), Parquet (.parquet), text or JSON lines compressed with gzip (.gz) or zstandard
+(.zst), and standard input ("-", text). Plain text files are not read here: they are cut into
+byte ranges that processes read on their own (sources.py, chunking.py).
 
 A record of JSON lines or Parquet is one document, its text in `text_field`: no pre-token
 and no pair joins two records. Compressed text and standard input are one text stream, cut
@@ -64,16 +64,19 @@ def _decode_json(line: str):
         return _JSON_LONG_INTS.decode(line)
 
 
+JSON_LINES = (".jsonl", ".ndjson")  # the two names JSON lines go by
+
+
 def kind_of(path: str) -> str:
-    """"text" (a plain file, read in byte ranges), "jsonl", "parquet" or "stream" (text read
-    as a stream: compressed, or standard input)."""
+    """"text" (a plain file, read in byte ranges), "jsonl" (.jsonl or .ndjson), "parquet" or
+    "stream" (text read as a stream: compressed, or standard input)."""
     name = path.lower()
     if path == STDIN:
         return "stream"
     for suffix in (".gz", ".zst"):
         if name.endswith(suffix):
-            return "jsonl" if name[:-len(suffix)].endswith(".jsonl") else "stream"
-    if name.endswith(".jsonl"):
+            return "jsonl" if name[:-len(suffix)].endswith(JSON_LINES) else "stream"
+    if name.endswith(JSON_LINES):
         return "jsonl"
     if name.endswith(".parquet"):
         return "parquet"
@@ -91,7 +94,7 @@ def parts(path: str, target: int) -> list[Part]:
     """The parts of a file that is not plain text: about `target` bytes each where the format
     allows a cut (uncompressed JSON lines, Parquet row groups), else the whole file."""
     kind = kind_of(check_input_file(path))  # standard input is a "stream"
-    if kind == "stream" or not path.lower().endswith((".jsonl", ".parquet")):  # compressed
+    if kind == "stream" or not path.lower().endswith((*JSON_LINES, ".parquet")):  # compressed
         return [(path, 0, WHOLE)]
     if kind == "parquet":
         groups = _parquet_file(path).metadata.num_row_groups

@@ -186,6 +186,24 @@ def test_cli_reads_standard_input(corpus, tmp_path):
     assert np.load(tmp_path / "ids.npy").tolist() == tok.encode(text.decode("utf-8"))
 
 
+@pytest.mark.parametrize("suffix", [".ndjson", ".NDJSON", ".ndjson.gz", ".ndjson.zst"])
+def test_ndjson_is_json_lines(corpus, tok, tmp_path, monkeypatch, suffix):
+    # .ndjson is the other name JSON lines go by: read as records, in byte ranges when not
+    # compressed (it was read as plain text, every line's JSON counted and encoded).
+    from bpe_cffi import counting, encode_file
+    monkeypatch.setattr(counting, "chunk_target", lambda size, workers: 20_000)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 20_000)
+    source = corpus["jsonl" + suffix.lower()[len(".ndjson"):]]
+    path = tmp_path / ("docs" + suffix)
+    path.write_bytes(source.read_bytes())
+    for workers in (1, 2):
+        assert bpe_cffi.count_words(path, [EOT], num_workers=workers) == \
+            bpe_cffi.count_words(corpus["plain"], [EOT], num_workers=1)
+    out = tmp_path / "ids.npy"
+    tok.encode_file(path, out, num_workers=2)
+    assert np.load(out).tolist() == tok.encode(corpus["plain"].read_bytes().decode("utf-8"))
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "jsonl.gz"])
 def test_parts_hold_every_document_once_in_order(corpus, fmt):
     # Uncompressed JSON lines cut into byte ranges after line breaks, Parquet by row groups,
