@@ -16,6 +16,7 @@ import itertools
 import json
 import operator
 import os
+import re
 import secrets
 import stat
 import zipfile
@@ -487,9 +488,33 @@ def _hf_pattern(pre: dict | None, path: str) -> str:
                                  f"{split.get('behavior')!r} and invert "
                                  f"{split.get('invert')!r}: bpe_cffi takes each match as a "
                                  "pre-token (Isolated, not inverted)")
-            return split["pattern"]["Regex"]
+            return _family_read_alike(split["pattern"]["Regex"], path)
     raise ValueError(f"{path}: unsupported pre_tokenizer (expected ByteLevel, or a Split regex "
                      "followed by ByteLevel without its regex)")
+
+
+# What Oniguruma, the regex engine of tokenizers, reads otherwise than the regex module in a
+# family's spellings: a possessive {m,n}+ (a repetition of the group there: \p{N}{1,3}+ takes
+# "1234567" whole) and \s+$, whose $ ends every line there, so that \s+ gives back a line
+# break to match before it (\s++$ gives nothing back, and reads alike in both).
+_READ_OTHERWISE = re.compile(r"\{\d+(?:,\d*)?\}\+|(?<!\+)\+\$")
+
+
+def _family_read_alike(split_regex: str, path: str) -> str:
+    """A tokenizer.json's Split regex, refused if it spells a family's pattern in a form that
+    tokenizers reads otherwise: bpe_cffi would take it for the family and split as the family
+    does, where tokenizers splits otherwise (spec 3.2)."""
+    family = pretokenizer(split_regex).family
+    found = _READ_OTHERWISE.search(split_regex) if family is not None else None
+    if found:
+        raise ValueError(f"{path}: the Split regex is the {family.name} pattern with "
+                         f"{found.group()!r}, which tokenizers (Oniguruma) reads otherwise than "
+                         "the family (a possessive {m,n}+ as a repetition of the group, $ "
+                         "after \\s+ as the end of any line), so its ids would differ from "
+                         "bpe_cffi's; the family reads alike in both as "
+                         + (repr(family.hf_pattern) if family.hf_pattern else
+                            "ByteLevel's own regex"))
+    return split_regex
 
 
 def _check_hf_model(doc: dict, path: str) -> None:

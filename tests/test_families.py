@@ -3,13 +3,17 @@ equal to the regex module's path for any number of workers, ids equal to tiktoke
 Hugging Face tokenizers' with the same pattern and ranks."""
 from __future__ import annotations
 
+import json
+
 import pytest
+import regex
 import tiktoken
 import tokenizers
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_cffi
 from bpe_cffi import PATTERNS, Tokenizer
+from bpe_cffi.patterns import pretokenizer
 
 import reference
 
@@ -136,4 +140,40 @@ def test_tokenizer_json_loads_in_hf_tokenizers(name, trained, real_text, tmp_pat
     assert ours.pretokenizer.family.name == Tokenizer(vocab, merges, [EOT], name) \
         .pretokenizer.family.name
     text = real_text[:60_000]
+    assert hf.encode(text).ids == ours.encode(text)
+
+
+@pytest.mark.parametrize("name, spelling, read_alike", [
+    ("cl100k_tiktoken", PATTERNS["cl100k_tiktoken"], False),  # \p{N}{1,3}+ and \s++$
+    ("cl100k_tiktoken", PATTERNS["cl100k_tiktoken"].replace("{1,3}+", "{1,3}"), True),
+    ("cl100k_tiktoken", PATTERNS["cl100k_tiktoken"].replace("{1,3}+", "{1,3}")
+     .replace(r"\s++$", r"\s+$"), False),
+    ("nanochat", PATTERNS["nanochat"].replace("{1,2}", "{1,2}+"), False),
+    ("gpt2", PATTERNS["gpt2_tiktoken"], True),  # \s++$ gives back no line break
+    ("gpt2", PATTERNS["gpt2_tiktoken"].replace(r"\s++$", r"\s+$"), False)])
+def test_tokenizer_json_spelling_a_family_as_tokenizers_reads_otherwise(
+        name, spelling, read_alike, trained, tmp_path):
+    # A Split regex that spells a family's pattern is loaded as that family only in a form
+    # tokenizers (Oniguruma) reads alike: it takes \p{N}{1,3}+ for (\p{N}{1,3})+, and the $
+    # of \s+$ for the end of any line. In another, the file loaded as the family, silently
+    # splitting otherwise than tokenizers; it is refused.
+    vocab, merges = trained.get(name) or trained["cl100k"]
+    bpe_cffi.save(vocab, merges, tmp_path, [EOT], "cl100k")
+    path = tmp_path / "tokenizer.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = spelling
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert pretokenizer(spelling).family.name == name
+    text = "in 1234567 ways  \n\nit's  \n x \n"
+    split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(spelling), "isolated")
+    pieces = [piece for piece, _ in split.pre_tokenize_str(text)]
+    assert (pieces == regex.findall(spelling, text)) == read_alike
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    if not read_alike:
+        with pytest.raises(ValueError, match=r"tokenizer\.json: the Split regex is the "
+                                             f"{name} pattern with '.*', which tokenizers"):
+            Tokenizer.load(tmp_path)
+        return
+    ours = Tokenizer.load(tmp_path)
+    assert ours.pretokenizer.family.name == name
     assert hf.encode(text).ids == ours.encode(text)
