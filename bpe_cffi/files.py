@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
-from .patterns import GPT2_PATTERN, pretokenizer, resolve_pattern
+from .patterns import GPT2_PATTERN, family_of, pretokenizer, resolve_pattern
 from .specials import add_special_ids, special_only_ids, unique_specials
 
 Vocab = dict[int, bytes]
@@ -504,7 +504,7 @@ def _family_read_alike(split_regex: str, path: str) -> str:
     """A tokenizer.json's Split regex, refused if it spells a family's pattern in a form that
     tokenizers reads otherwise: bpe_cffi would take it for the family and split as the family
     does, where tokenizers splits otherwise (spec 3.2)."""
-    family = pretokenizer(split_regex).family
+    family = family_of(split_regex)
     found = _READ_OTHERWISE.search(split_regex) if family is not None else None
     if found:
         raise ValueError(f"{path}: the Split regex is the {family.name} pattern with "

@@ -183,6 +183,11 @@ def _known_patterns() -> dict[str, Family]:
 _KNOWN = _known_patterns()
 
 
+def family_of(pattern: str) -> Family | None:
+    """The family whose scanner serves this pattern string, if any."""
+    return _KNOWN.get(pattern)
+
+
 def _name_key(name: str) -> str:
     """A name as _NEAR_NAMES knows it: lower case, without spaces, - and _."""
     return "".join(c for c in name.lower() if c not in " -_\t\n")
@@ -236,7 +241,7 @@ class Pretokenizer:
     def __init__(self, pattern: str):
         self.pattern = resolve_pattern(pattern)
         self.regex = compile_pattern(self.pattern)
-        self.family = _KNOWN.get(self.pattern)
+        self.family = family_of(self.pattern)
         self.scanner = _scanner(self.family)
 
     def pre_tokens(self, text: str) -> list[str]:
