@@ -30,7 +30,7 @@ int rank_table_init(rank_table *t, const int32_t *left, const int32_t *right, in
         bit_filter_add(&t->merges, rank_filter_hash(key));
         uint64_t i = pair_map_slot_of(key, n_slots);
         while (t->slot[i] >= 0 && t->pair[t->slot[i]] != key) i = (i + 1) & (uint64_t)t->mask;
-        if (t->slot[i] < 0) t->slot[i] = (int32_t)r; /* else: listed before, keep that rank */
+        t->slot[i] = (int32_t)r; /* a merge listed twice takes its last rank, as in tokenizers */
     }
     return BPE_OK;
 }

@@ -25,7 +25,7 @@ typedef struct {
     bit_filter merges; /* rank_filter_hash of every merge's pair */
 } rank_table;
 
-/* Merge r joins (left[r], right[r]); a pair listed twice keeps its first rank. */
+/* Merge r joins (left[r], right[r]); a pair listed twice takes its last rank. */
 int rank_table_init(rank_table *t, const int32_t *left, const int32_t *right, int64_t n);
 void rank_table_free(rank_table *t);
 

@@ -91,9 +91,7 @@ def train_text(text: str, vocab_size: int, specials=(), pattern: str = GPT2_PATT
 
 def encode(text: str, vocab: dict[int, bytes], merges, specials=(), pattern=GPT2_PATTERN):
     """spec 2: specials first, pre-tokenize, merge by rank (one at a time, leftmost first)."""
-    rank = {}
-    for r, pair in enumerate(merges):
-        rank.setdefault(pair, r)
+    rank = {pair: r for r, pair in enumerate(merges)}  # a merge listed twice: its last rank
     to_id = {}
     for i in sorted(vocab):
         to_id.setdefault(vocab[i], i)

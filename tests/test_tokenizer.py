@@ -12,6 +12,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import tokenizers
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_cffi
@@ -748,10 +749,20 @@ def test_missing_bytes_are_those_of_the_text_not_of_its_specials():
                 encode(t)
 
 
-def test_a_merge_listed_twice_keeps_its_first_rank():
+@pytest.mark.parametrize("merges, want", [
+    ([(b"b", b"c"), (b"a", b"b"), (b"b", b"c")], [256, 99]),  # (b, c) ranks 2, not 0
+    ([(b"a", b"b"), (b"b", b"c"), (b"a", b"b")], [97, 257])])
+def test_a_merge_listed_twice_takes_its_last_rank_as_in_tokenizers(tmp_path, merges, want):
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"}
-    tok = Tokenizer(vocab, [(b"b", b"c"), (b"a", b"b"), (b"b", b"c")])
-    assert tok.encode("abc") == [97, 257]  # (b, c) ranks 0, not 2
+    for tok in (Tokenizer(vocab, merges), Tokenizer(vocab, merges, pattern=r"\w+|\W+")):
+        assert tok.encode("abc") == want
+        assert tok.encode_batch(["abc", "x abc"]) == [want, [120, 32] + want]
+        assert tok.encode_to_numpy("abc " * 40_000).tolist() == (want + [32]) * 40_000
+    assert reference.encode("abc", vocab, merges) == want
+    bpe_cffi.save(vocab, merges, tmp_path)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert hf.encode("abc").ids == want
+    assert Tokenizer.load(tmp_path).encode("abc") == want
 
 
 def test_a_token_whose_bytes_encode_to_other_tokens():
