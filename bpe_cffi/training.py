@@ -1,6 +1,7 @@
 """Training (docs/spec.md): word counts -> merges in the C core, and the train_bpe front door."""
 from __future__ import annotations
 
+import operator
 import sys
 import time
 import warnings
@@ -74,6 +75,7 @@ def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
     # than their bytes less the number of words that are not empty: the arrays are sized by
     # that, not by what was asked (vocab_size=2**40 asks for terabytes).
     n_possible = len(blob) - int(np.count_nonzero(np.diff(offsets)))
+    _check_pair_total(offsets, values)
     t = time.perf_counter()
     left, right = _run_merges(blob, offsets, values, min(n_wanted, n_possible), bucket_limit,
                               progress)
@@ -91,6 +93,20 @@ def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
     if timing is not None:
         timing.update(merge=t_merged - t, output=time.perf_counter() - t_merged)
     return vocab, merges, n_wanted
+
+
+def _check_pair_total(offsets: np.ndarray, values: np.ndarray) -> None:
+    """An OverflowError if the words hold more pair occurrences than an int64 counts (each
+    word's count times its pairs, summed): every pair count of the merge loop is at most that
+    sum, which keeps its 64-bit counts exact whatever the merges (docs/spec.md 1.4)."""
+    pairs = np.maximum(np.diff(offsets) - 1, 0)
+    if float(np.dot(values.astype(np.float64), pairs)) < 2.0**62:  # far from the bound
+        return
+    total = sum(map(operator.mul, values.tolist(), pairs.tolist()))  # exactly
+    if total >= 2**63:
+        raise OverflowError(f"the word counts hold {total:,} pair occurrences in all (each "
+                            "word's count times its pairs), more than the 2**63 - 1 that "
+                            "training counts in")
 
 
 def _warn_if_short(vocab: Vocab, merges: Merges, n_wanted: int, vocab_size: int,
