@@ -50,8 +50,8 @@ typedef struct bpe_encoder bpe_encoder;
 /* Builds an encoder. byte_ids[b] is the id of the one-byte token b, or -1 if the vocabulary
  * has none (such a byte then encodes to -1, which the caller reports).
  * Merge r (its rank) turns the adjacent ids (left[r], right[r]) into merged[r]; a pair listed
- * twice takes its last rank (as in tokenizers). Ids must lie in [0, n_ids). The encoder is immutable once built,
- * so one encoder may serve several threads at once. */
+ * twice takes its last rank (as in tokenizers). Ids must lie in [0, n_ids). The encoder is
+ * immutable once built, so one encoder may serve several threads at once. */
 int bpe_encoder_new(const int32_t *byte_ids, const int32_t *left, const int32_t *right,
                     const int32_t *merged, int64_t n_merges, int64_t n_ids, bpe_encoder **out);
 
