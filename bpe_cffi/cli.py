@@ -144,6 +144,12 @@ def _tokenizer_files(directory: str) -> list[str]:
     return [os.path.join(directory, name) for name in FILES]
 
 
+def _load_tokenizer(directory: str, args) -> Tokenizer:
+    """The tokenizer in directory, with --pattern and --special-token for the files that hold
+    neither (a rank file, vocab.json + merges.txt)."""
+    return Tokenizer.load(directory, pattern=args.pattern, special_tokens=args.special_token)
+
+
 def cmd_encode(args) -> None:
     """bpe-cffi encode: corpus files to one .npy of ids."""
     if args.separator == "":  # encode_file refuses it too: "" is no separator
@@ -154,7 +160,7 @@ def cmd_encode(args) -> None:
         raise UsageError("--out must name a .npy file (the ids are not written to standard "
                          "output)")
     refuse_overwriting([args.out], _tokenizer_files(args.tokenizer))  # encode_file: the inputs
-    tok = Tokenizer.load(args.tokenizer)
+    tok = _load_tokenizer(args.tokenizer, args)
     _note_if_regex(tok.pattern)
     inputs = resolve_inputs(args.inputs)
     separator = None if args.no_separator else args.separator or "default"
@@ -172,7 +178,7 @@ def cmd_decode(args) -> None:
     """bpe-cffi decode: a .npy of ids back to text."""
     if args.out is not None:  # (an empty one is refused by the writer)
         refuse_overwriting([args.out], [args.ids] + _tokenizer_files(args.tokenizer))
-    tok = Tokenizer.load(args.tokenizer)
+    tok = _load_tokenizer(args.tokenizer, args)
     with open(check_regular_file(args.ids, "a .npy of ids"), "rb") as f:
         if f.read(6) != b"\x93NUMPY":
             raise ValueError(f"{args.ids}: not a .npy file (expected the ids written by "
@@ -209,7 +215,7 @@ def _text_output(path: str | None):
 
 def cmd_info(args) -> None:
     """bpe-cffi info: what a tokenizer directory holds."""
-    tok = Tokenizer.load(args.directory)
+    tok = _load_tokenizer(args.directory, args)
     special_bytes = {s.encode() for s in tok.special_tokens}  # once, not once a token
     merged = [t for t in tok.id_to_token.values() if t not in special_bytes]
     print(f"tokenizer in {args.directory}")
@@ -297,6 +303,15 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="describe a tokenizer directory")
     i.add_argument("directory", metavar="DIR", help="a directory written by train")
     i.set_defaults(func=cmd_info)
+
+    for command in (e, d, i):
+        command.add_argument("--pattern", metavar="P",
+                             help="for a directory without tokenizer.json (a tiktoken rank file, "
+                                  "vocab.json + merges.txt): its pre-tokenization regex or "
+                                  "family name (default: gpt2)")
+        command.add_argument("--special-token", action="append", metavar="S",
+                             help="for a directory without tokenizer.json: a special token "
+                                  "(repeatable; default: none)")
 
     s = sub.add_parser("sample-path", help="print the path of the packaged sample corpus")
     s.set_defaults(func=cmd_sample_path)

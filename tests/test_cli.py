@@ -218,6 +218,36 @@ def test_info_says_ignore_merges(tmp_path, capsys):
         capsys.readouterr().out
 
 
+def test_pattern_and_specials_for_a_directory_without_tokenizer_json(tmp_path, capsys):
+    # A rank file (or vocab.json + merges.txt) holds no pattern and no specials: --pattern and
+    # --special-token give them, as Tokenizer.load's arguments do (encode used GPT-2's pattern
+    # and no specials, with no way to say otherwise); beside a tokenizer.json, an error.
+    eot = "<|endoftext|>"
+    main(["train", "--sample", "--vocab-size", "400", "--pattern", "o200k", "--special-token",
+          eot, "--out", str(tmp_path / "t"), "--quiet"])
+    (tmp_path / "ranks").mkdir()
+    (tmp_path / "ranks" / "tokenizer.tiktoken").write_bytes(
+        (tmp_path / "t" / "tokenizer.tiktoken").read_bytes())
+    text = "Don'T  \n/x 12345" + eot + "ABCdef\n\n/"
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8")
+    options = ["--pattern", "o200k", "--special-token", eot]
+    want = bpe_cffi.Tokenizer.load(tmp_path / "ranks", pattern="o200k",
+                                   special_tokens=[eot]).encode(text)
+    assert want != bpe_cffi.Tokenizer.load(tmp_path / "ranks").encode(text)
+    out = str(tmp_path / "ids.npy")
+    assert main(["encode", str(tmp_path / "in.txt"), "--tokenizer", str(tmp_path / "ranks"),
+                 "--out", out, "--quiet", *options]) == 0
+    assert np.load(out).tolist() == want
+    capsys.readouterr()
+    assert main(["decode", out, "--tokenizer", str(tmp_path / "ranks"), *options]) == 0
+    assert capsys.readouterr().out == text
+    assert main(["info", str(tmp_path / "ranks"), *options]) == 0
+    info = capsys.readouterr().out
+    assert "pattern: o200k (C scanner)" in info and f"{eot} = " in info
+    assert main(["info", str(tmp_path / "t"), "--pattern", "o200k"]) == 1
+    assert "holds its own pattern and special tokens" in capsys.readouterr().err
+
+
 def test_info_of_an_empty_rank_file(tmp_path, capsys):
     (tmp_path / "tokenizer.tiktoken").write_bytes(b"")  # a tokenizer of no tokens
     assert main(["info", str(tmp_path)]) == 0
