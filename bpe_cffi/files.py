@@ -481,6 +481,8 @@ def _hf_pattern(pre: dict | None, path: str) -> str:
                              "space before the text, which bpe_cffi does not do")
         return True
 
+    while pre and pre.get("type") == "Sequence" and len(pre.get("pretokenizers") or ()) == 1:
+        pre = pre["pretokenizers"][0]  # a list of one does what the one does
     if pre and byte_level(pre, True):
         return GPT2_PATTERN
     steps = pre.get("pretokenizers") if pre and pre.get("type") == "Sequence" else None
@@ -526,7 +528,8 @@ def _check_hf_model(doc: dict, path: str) -> None:
     """A ValueError naming the setting of a tokenizer.json that changes ids in a way bpe_cffi
     does not follow (rather than ids that differ from tokenizers' without a word)."""
     model = doc["model"]
-    refused = [("normalizer", doc.get("normalizer"), (None,)),
+    refused = [("normalizer", doc.get("normalizer"),
+                (None, {"type": "Sequence", "normalizers": []})),  # none, or none in a list
                ("model.dropout", model.get("dropout"), (None, 0, 0.0)),
                ("model.continuing_subword_prefix", model.get("continuing_subword_prefix"),
                 (None, "")),

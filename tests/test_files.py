@@ -567,6 +567,25 @@ def test_tokenizer_json_settings_that_change_ids_are_refused(trained, tmp_path, 
         Tokenizer.load(tmp_path / "tok")
 
 
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k"])
+def test_tokenizer_json_lists_that_change_nothing_are_read(trained, tmp_path, pattern):
+    # An empty list of normalizers, and a pre-tokenizer in a Sequence of one, do what none and
+    # the one do in tokenizers: the file is read (it was refused) and gives tokenizers' ids.
+    import tokenizers
+    vocab, merges = trained
+    bpe_cffi.save(vocab, merges, tmp_path / "tok", [EOT], pattern)
+
+    def edit(doc):
+        doc["normalizer"] = {"type": "Sequence", "normalizers": []}
+        doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [doc["pre_tokenizer"]]}
+    _edited(tmp_path / "tok", edit)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tok" / "tokenizer.json"))
+    ours = Tokenizer.load(tmp_path / "tok")
+    assert ours.pretokenizer.name == pattern
+    for line in _hostile_lines()[-40:]:
+        assert ours.encode(line) == hf.encode(line).ids
+
+
 def test_added_tokens_that_are_not_special_are_taken_out_as_tokenizers_does(saved):
     import tokenizers
     vocab_size = len(json.loads((saved / "tokenizer.json").read_text())["model"]["vocab"]) + 1
