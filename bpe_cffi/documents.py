@@ -65,6 +65,7 @@ def _decode_json(line: str):
 
 
 JSON_LINES = (".jsonl", ".ndjson")  # the two names JSON lines go by
+COMPRESSED = (".gz", ".zst")
 
 
 def kind_of(path: str) -> str:
@@ -73,7 +74,7 @@ def kind_of(path: str) -> str:
     name = path.lower()
     if path == STDIN:
         return "stream"
-    for suffix in (".gz", ".zst"):
+    for suffix in COMPRESSED:
         if name.endswith(suffix):
             return "jsonl" if name[:-len(suffix)].endswith(JSON_LINES) else "stream"
     if name.endswith(JSON_LINES):
@@ -94,7 +95,7 @@ def parts(path: str, target: int) -> list[Part]:
     """The parts of a file that is not plain text: about `target` bytes each where the format
     allows a cut (uncompressed JSON lines, Parquet row groups), else the whole file."""
     kind = kind_of(check_input_file(path))  # standard input is a "stream"
-    if kind == "stream" or not path.lower().endswith((*JSON_LINES, ".parquet")):  # compressed
+    if kind not in ("jsonl", "parquet") or path.lower().endswith(COMPRESSED):  # no cuts
         return [(path, 0, WHOLE)]
     if kind == "parquet":
         groups = _parquet_file(path).metadata.num_row_groups

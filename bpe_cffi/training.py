@@ -74,8 +74,9 @@ def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
     # Each merge leaves one symbol fewer in the distinct words, so they cannot give more merges
     # than their bytes less the number of words that are not empty: the arrays are sized by
     # that, not by what was asked (vocab_size=2**40 asks for terabytes).
-    n_possible = len(blob) - int(np.count_nonzero(np.diff(offsets)))
-    _check_pair_total(offsets, values)
+    lengths = np.diff(offsets)
+    n_possible = len(blob) - int(np.count_nonzero(lengths))
+    _check_pair_total(lengths, values)
     t = time.perf_counter()
     left, right = _run_merges(blob, offsets, values, min(n_wanted, n_possible), bucket_limit,
                               progress)
@@ -95,11 +96,12 @@ def _learn(arrays, vocab_size: int, specials: list[str], progress: bool,
     return vocab, merges, n_wanted
 
 
-def _check_pair_total(offsets: np.ndarray, values: np.ndarray) -> None:
-    """An OverflowError if the words hold more pair occurrences than an int64 counts (each
-    word's count times its pairs, summed): every pair count of the merge loop is at most that
-    sum, which keeps its 64-bit counts exact whatever the merges (docs/spec.md 1.4)."""
-    pairs = np.maximum(np.diff(offsets) - 1, 0)
+def _check_pair_total(lengths: np.ndarray, values: np.ndarray) -> None:
+    """An OverflowError if the words (of these lengths and counts) hold more pair occurrences
+    than an int64 counts (each word's count times its pairs, summed): every pair count of the
+    merge loop is at most that sum, which keeps its 64-bit counts exact whatever the merges
+    (docs/spec.md 1.4)."""
+    pairs = np.maximum(lengths - 1, 0)
     if float(np.dot(values.astype(np.float64), pairs)) < 2.0**62:  # far from the bound
         return
     total = sum(map(operator.mul, values.tolist(), pairs.tolist()))  # exactly

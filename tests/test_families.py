@@ -157,7 +157,7 @@ def test_tokenizer_json_spelling_a_family_as_tokenizers_reads_otherwise(
     # tokenizers (Oniguruma) reads alike: it takes \p{N}{1,3}+ for (\p{N}{1,3})+, and the $
     # of \s+$ for the end of any line. In another, the file loaded as the family, silently
     # splitting otherwise than tokenizers; it is refused.
-    vocab, merges = trained.get(name) or trained["cl100k"]
+    vocab, merges = trained[name]
     bpe_cffi.save(vocab, merges, tmp_path, [EOT], "cl100k")
     path = tmp_path / "tokenizer.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
