@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__
 from .counting import count_words_arrays
-from .files import FILES, check_regular_file, save
+from .files import FILES, check_regular_file, check_specials_saveable, save
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -75,6 +75,7 @@ def cmd_train(args) -> None:
         raise UsageError("give INPUT files (or globs), or --sample")
     specials = unique_specials(specials)
     check_vocab_size(args.vocab_size, len(specials))
+    check_specials_saveable(specials)  # found by the save, it would cost the training
     inputs = resolve_inputs(inputs)
     refuse_overwriting(_tokenizer_files(args.out), inputs)
     _check_out_directory(args.out)

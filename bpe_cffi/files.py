@@ -791,6 +791,21 @@ def check_vocab(vocab) -> None:
             raise TypeError(f"vocab values must be bytes, got {type(b).__name__} for id {i}")
 
 
+def check_specials_saveable(special_tokens: Iterable[str]) -> None:
+    """Refuses a special token that save would refuse with any vocabulary: one character
+    that GPT-2's byte characters use for a byte other than its own UTF-8 (such as "é", the
+    byte 0xE9). tokenizer.json writes a special token as its text and that byte token as the
+    same character, so tokenizers would give both one id. bpe-cffi train checks this before
+    training; a special that spells a merge token is found by the save alone."""
+    for s in unique_specials(special_tokens):
+        byte = CHAR_TO_BYTE.get(s)
+        if byte is not None and s.encode("utf-8") != bytes([byte]):
+            raise ValueError(f"the special token {s!r} cannot be saved: tokenizer.json writes "
+                             f"a special token as its text, and {s!r} is how it writes the "
+                             f"byte {byte:#04x}, a token of every vocabulary (tokenizers would "
+                             "give both one id)")
+
+
 def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = (),
          pattern: str = GPT2_PATTERN, *, ignore_merges: bool = False,
          not_special: Iterable[str] = ()) -> list[str]:

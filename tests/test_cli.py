@@ -300,3 +300,13 @@ def test_train_refuses_an_out_it_could_not_save_into_before_training(tmp_path, c
     assert "trained" not in captured.out
     assert {"a link to nothing": "symbolic link to nothing",
             "under a file": "is a file"}[case] in captured.err
+
+
+def test_train_refuses_a_special_it_could_not_save_before_training(tmp_path, capsys):
+    # "é" is how tokenizer.json writes the byte 0xE9: the save refused it once trained.
+    assert main(["train", "--sample", "--vocab-size", "300", "--special-token", "é",
+                 "--out", str(tmp_path / "tok")]) == 1
+    captured = capsys.readouterr()
+    assert "trained" not in captured.out and "pre-tokenize" not in captured.err
+    assert "the special token 'é' cannot be saved" in captured.err
+    assert not (tmp_path / "tok").exists()

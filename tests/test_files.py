@@ -1132,6 +1132,23 @@ def test_save_refuses_what_load_would_refuse(tmp_path):
     assert not (tmp_path / "tok").exists()
 
 
+def test_specials_no_vocabulary_could_be_saved_with_are_told_before_training(tmp_path):
+    # bpe-cffi train checks them first (a special "é" failed only in the save, once trained):
+    # the check refuses exactly what the save of the 256 bytes refuses.
+    bytes_only = {i: bytes([i]) for i in range(256)}
+    for special in [*files.BYTE_TO_CHAR.values(), "字", "<|x|>", "ĠĠ", "é!", "\u0100\u0101"]:
+        try:
+            Tokenizer(bytes_only, [], [special]).save(tmp_path / "tok")
+            saved = True
+        except ValueError:
+            saved = False
+        if saved:
+            files.check_specials_saveable([special])
+        else:
+            with pytest.raises(ValueError, match="cannot be saved"):
+                files.check_specials_saveable([special])
+
+
 def test_an_added_token_listed_twice_takes_the_models_id(tmp_path):
     # The copy listed first, at another id, failed with "KeyError: 0".
     import tokenizers
