@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import array
 import operator
+import reprlib
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -43,7 +44,10 @@ class Decoder:
             return self._join(ids)
         as_int64 = None
         if isinstance(ids, np.ndarray):
-            if ids.ndim == 1 and ids.dtype.kind in "iu":
+            if ids.ndim != 1 or ids.dtype.kind == "b":  # a batch's rows; a mask, not ids
+                raise TypeError(f"decode takes a 1-D sequence of ids, not an array of shape "
+                                f"{ids.shape} and dtype {ids.dtype}")
+            if ids.dtype.kind in "iu":
                 as_int64 = np.ascontiguousarray(ids, np.int64)  # a strided view is copied
             else:
                 ids = ids.tolist()
@@ -81,8 +85,8 @@ class Decoder:
             bad = next(i for i in ids if not _index_in(i, table))
             bad = bad.item() if isinstance(bad, np.generic) else bad
             if not hasattr(type(bad), "__index__"):  # as tiktoken and tokenizers have it
-                raise TypeError(f"an id is an int, not {type(bad).__name__} ({bad!r})") \
-                    from None
+                raise TypeError(f"an id is an int, not {type(bad).__name__} "
+                                f"({reprlib.repr(bad)})") from None
             raise ValueError(f"id {bad!r} is not in the vocabulary") from None
 
     def _c_table(self):

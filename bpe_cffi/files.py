@@ -781,8 +781,9 @@ FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken")
 
 
 def check_vocab(vocab) -> None:
-    """A TypeError unless vocab is a dict of ids (ints in [0, 2**31)) to bytes."""
-    if not isinstance(vocab, dict):
+    """A TypeError unless vocab is a dict (a mapping: Tokenizer.id_to_token) of ids (ints in
+    [0, 2**31)) to bytes."""
+    if not isinstance(vocab, Mapping):
         raise TypeError(f"vocab must be a dict of int -> bytes, not {type(vocab).__name__}")
     for i, b in vocab.items():
         if isinstance(i, bool) or not isinstance(i, int) or i < 0 or i >= 2**31:
@@ -878,7 +879,17 @@ def save_counts(counts, path) -> None:
     atomically, so that counting and merging can run at different times."""
     import numpy as np
     from .counter import counts_to_arrays
-    blob, offsets, values = counts_to_arrays(counts) if isinstance(counts, Mapping) else counts
+    if isinstance(counts, Mapping):
+        blob, offsets, values = counts_to_arrays(counts)
+    else:  # checked as load_counts checks them: a file it would refuse is not written
+        if not isinstance(counts, (tuple, list)) or len(counts) != 3 or \
+                not isinstance(counts[0], (bytes, bytearray, memoryview)):
+            raise TypeError("counts must be a mapping of bytes to int, or count_words_arrays' "
+                            f"(bytes, offsets, counts), not {type(counts).__name__}")
+        blob, offsets, values = bytes(counts[0]), np.asarray(counts[1]), np.asarray(counts[2])
+        problem = _count_arrays_problem(blob, offsets, values)
+        if problem or _counts_once((blob, offsets, values)) is None:
+            raise ValueError(f"counts: {problem or 'a word is listed twice'}")
     with atomic_write(os.fspath(path), "wb") as f:
         np.savez(f, words=np.frombuffer(blob, np.uint8), offsets=offsets, counts=values,
                  format=np.array(["bpe_cffi word counts 1"]))
@@ -900,13 +911,31 @@ def load_counts(path) -> dict[bytes, int]:
         if isinstance(e, FileNotFoundError):
             raise
         raise ValueError(f"{path}: not a bpe_cffi word-count file ({e})") from None
-    if (offsets.ndim != 1 or values.ndim != 1 or offsets.dtype.kind not in "iu"
-            or values.dtype.kind not in "iu" or len(offsets) != len(values) + 1
-            or offsets[0] != 0 or offsets[-1] != len(blob) or (np.diff(offsets) < 0).any()
-            or (values < 0).any() or (len(values) and int(values.max()) >= 2**63)):
-        raise ValueError(f"{path}: inconsistent word-count file")  # (counts are int64)
-    from .counter import arrays_to_counts
-    counts = arrays_to_counts((blob, offsets, values))
-    if len(counts) != len(values):  # save_counts writes each word once
-        raise ValueError(f"{path}: inconsistent word-count file (a word listed twice)")
+    problem = _count_arrays_problem(blob, offsets, values)
+    counts = None if problem else _counts_once((blob, offsets, values))
+    if counts is None:
+        raise ValueError(f"{path}: inconsistent word-count file "
+                         f"({problem or 'a word is listed twice'})")
     return counts
+
+
+def _count_arrays_problem(blob: bytes, offsets, values) -> str | None:
+    """What is wrong with word-count arrays (words blob[offsets[i]:offsets[i + 1]], each
+    listed once, counted values[i] >= 0 times, in 64 bits), or None."""
+    import numpy as np
+    if (offsets.ndim != 1 or values.ndim != 1 or offsets.dtype.kind not in "iu"
+            or values.dtype.kind not in "iu" or len(offsets) != len(values) + 1):
+        return "offsets and counts must be 1-D int arrays, one offset more than counts"
+    if offsets[0] != 0 or offsets[-1] != len(blob) or (np.diff(offsets) < 0).any():
+        return "offsets must rise from 0 to the words' length"
+    if (values < 0).any() or (len(values) and int(values.max()) >= 2**63):
+        return "counts must be from 0 to 2**63 - 1"  # (int64 in C)
+    return None
+
+
+def _counts_once(arrays) -> dict[bytes, int] | None:
+    """{word: count} of word-count arrays, or None if a word is listed twice (save_counts
+    writes each once)."""
+    from .counter import arrays_to_counts
+    counts = arrays_to_counts(arrays)
+    return counts if len(counts) == len(arrays[2]) else None

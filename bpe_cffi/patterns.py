@@ -283,9 +283,15 @@ class Pretokenizer:
         return self.family.edges if self.family else None
 
 
-@functools.lru_cache(maxsize=16)
 def pretokenizer(pattern: str) -> Pretokenizer:
     """The Pretokenizer of a pattern (or a family's name), made once per process."""
+    if not isinstance(pattern, str):  # before the cache, which would say "unhashable"
+        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    return _cached_pretokenizer(pattern)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_pretokenizer(pattern: str) -> Pretokenizer:
     return Pretokenizer(pattern)
 
 

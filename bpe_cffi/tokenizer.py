@@ -5,6 +5,7 @@ import contextlib
 import errno
 import gc
 import os
+from types import MappingProxyType
 from typing import AbstractSet, Iterable, Iterator, Sequence, Union
 
 import numpy as np
@@ -51,12 +52,16 @@ class Tokenizer:
         if not isinstance(ignore_merges, bool):
             raise TypeError(f"ignore_merges must be a bool, not {type(ignore_merges).__name__}")
         self._ignore_merges = ignore_merges
-        self.id_to_token: dict[int, bytes] = dict(vocab)
-        self.token_to_id: dict[bytes, int] = {}
+        id_to_token, token_to_id = dict(vocab), {}
         for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
-            self.token_to_id.setdefault(vocab[i], i)
-        ids = add_special_ids(unique_specials(special_tokens), self.id_to_token,
-                              self.token_to_id)
+            token_to_id.setdefault(vocab[i], i)
+        ids = add_special_ids(unique_specials(special_tokens), id_to_token, token_to_id)
+        # Read-only views: the encoder and decoder are built from these tables, so a change
+        # to them would reach some calls and not others.
+        #: {id: token bytes}, special tokens included
+        self.id_to_token = MappingProxyType(id_to_token)
+        #: {token bytes: id}; a byte string listed twice has its lowest id
+        self.token_to_id = MappingProxyType(token_to_id)
         self.specials = SpecialTokens(ids, ids)
         if isinstance(merges, MergeParts):  # as a file gave them
             self._merge_parts, self._merges = merges, None
@@ -80,10 +85,10 @@ class Tokenizer:
 
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
-        """The merges, by rank: (left token, right token)."""
+        """The merges, by rank: (left token, right token); a copy."""
         if self._merges is None:  # loaded from a file: made when first asked for
             self._merges = self._merge_parts.pairs()
-        return self._merges
+        return list(self._merges)
 
     @property
     def ignore_merges(self) -> bool:
@@ -97,13 +102,13 @@ class Tokenizer:
 
     @property
     def special_tokens(self) -> list[str]:
-        """The special tokens, in the order given."""
-        return self.specials.tokens
+        """The special tokens, in the order given; a copy."""
+        return list(self.specials.tokens)
 
     @property
     def special_ids(self) -> dict[str, int]:
-        """{special token: its id}."""
-        return self.specials.ids
+        """{special token: its id}; a copy."""
+        return dict(self.specials.ids)
 
     @property
     def num_threads(self) -> int:
@@ -211,7 +216,7 @@ class Tokenizer:
         return len(self.id_to_token)
 
     def __getstate__(self):  # for process pools and copies: rebuild the C encoder there
-        return (self.id_to_token, self.merges, self.special_tokens, self.pattern,
+        return (dict(self.id_to_token), self.merges, self.special_tokens, self.pattern,
                 self.num_threads, self.cache_bytes, self.ignore_merges, self._not_special)
 
     def __setstate__(self, state):
@@ -267,18 +272,12 @@ class Tokenizer:
         text since the last safe edge plus a batch of 64 K characters (with a pattern split
         by the regex module and no special tokens there is no edge, and the text is held
         until the end)."""
-        encoder = self._encoder_for(allowed_special)
+        encoder = self._encoder_for(allowed_special)  # a bad argument fails here, not at next()
+        if isinstance(iterable, (bytes, bytearray)):
+            raise TypeError(f"encode_iterable takes an iterable of str, not "
+                            f"{type(iterable).__name__}")
         edges = Edges(encoder.specials.encoded, self.pretokenizer.edges, str)
-        done = 0  # characters of the stream before the piece
-        for piece in cut_stream(iterable, edges, "encode_iterable's iterable"):
-            try:
-                ids = encoder.encode_list(piece)
-            except UnicodeEncodeError as e:  # its object is the piece: say where that lies
-                raise UnicodeEncodeError(e.encoding, e.object, e.start, e.end,
-                                         f"{e.reason} (character {done + e.start} of the "
-                                         "stream)") from None
-            yield from ids
-            done += len(piece)
+        return _encoded_stream(encoder, cut_stream(iterable, edges, "encode_iterable's iterable"))
 
     def encode_file(self, inputs, output_path, *, num_workers: int | None = None,
                     progress: bool = False, allowed_special: AllowedSpecial = "all",
@@ -304,10 +303,16 @@ class Tokenizer:
                                  f"not {allowed_special!r}")
             return self._encoder
         try:
+            if isinstance(allowed_special, (bytes, bytearray)):  # iterable, of ints
+                raise TypeError
             allowed = frozenset(allowed_special)
         except TypeError:  # None, a number: not a collection of tokens
             raise TypeError(f'allowed_special must be "all" or a set of special tokens, not '
                             f"{allowed_special!r}") from None
+        if set(map(type, allowed)) - {str}:
+            wrong = next(t for t in allowed if not isinstance(t, str))
+            raise TypeError(f"allowed_special holds {wrong!r}, not a str: a set of special "
+                            "tokens' texts")
         unknown = allowed.difference(self.special_tokens)
         if unknown:
             raise ValueError(f"allowed_special names {sorted(unknown)!r}, which are not "
@@ -381,10 +386,27 @@ def _named(path: str, make, merges_txt: bool = False):
         raise ValueError(f"{path}: {e}") from None
 
 
+def _encoded_stream(encoder: Encoder, pieces: Iterable[str]) -> Iterator[int]:
+    """The ids of pieces of one stream (encode_iterable), a UnicodeEncodeError saying where in
+    the stream it arose."""
+    done = 0  # characters of the stream before the piece
+    for piece in pieces:
+        try:
+            ids = encoder.encode_list(piece)
+        except UnicodeEncodeError as e:  # its object is the piece: say where that lies
+            raise UnicodeEncodeError(e.encoding, e.object, e.start, e.end,
+                                     f"{e.reason} (character {done + e.start} of the "
+                                     "stream)") from None
+        yield from ids
+        done += len(piece)
+
+
 def _checked_str(text, method: str) -> str:
+    """text as a str; a subclass's characters as a str of its own (its own encode or other
+    methods are not what is encoded: the batch methods read the characters too)."""
     if not isinstance(text, str):
         raise TypeError(f"{method} takes str, not {type(text).__name__}")
-    return text
+    return text if type(text) is str else str.__str__(text)
 
 
 def _batch_of_strs(encoder: Encoder, texts: Iterable, method: str, dtype=np.int32):
@@ -394,6 +416,8 @@ def _batch_of_strs(encoder: Encoder, texts: Iterable, method: str, dtype=np.int3
     the 192 ms of encode_batch_to_numpy."""
     if isinstance(texts, str):  # iterable, but surely meant for encode
         raise TypeError(f"{method} takes an iterable of texts, not a str (encode takes one)")
+    if isinstance(texts, (bytes, bytearray)):  # iterable, of ints
+        raise TypeError(f"{method} takes an iterable of str, not {type(texts).__name__}")
     texts = texts if type(texts) is list else list(texts)
     if encoder.pretokenizer.family is None:
         return encoder.encode_batch(_checked_strs(texts, method), dtype)

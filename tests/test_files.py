@@ -434,6 +434,22 @@ def test_counts_file_broken_or_inconsistent(tmp_path):
             bpe_cffi.load_counts(path)
 
 
+def test_save_counts_refuses_arrays_load_counts_would_refuse(tmp_path):
+    # Arrays that go back, or list a word twice, were written, and the file refused on reading;
+    # a list of (word, count) pairs failed with "not enough values to unpack".
+    path = tmp_path / "counts.npz"
+    for counts, error in [(None, TypeError), ([(b"ab", 3)], TypeError),
+                          ((b"abc", [0, 1], [5]), ValueError),
+                          ((b"abcd", [0, 3, 1, 4], [1, 1, 1]), ValueError),
+                          ((b"abab", [0, 2, 4], [1, 2]), ValueError),
+                          ((b"abcd", [0, 2, 4], [1, -1]), ValueError)]:
+        with pytest.raises(error, match="counts"):
+            bpe_cffi.save_counts(counts, path)
+        assert not path.exists()
+    bpe_cffi.save_counts((b"abcd", np.array([0, 2, 4]), np.array([1, 3])), path)
+    assert bpe_cffi.load_counts(path) == {b"ab": 1, b"cd": 3}
+
+
 # ---- many files to one array ---------------------------------------------------------------
 
 @pytest.mark.parametrize("workers", [1, 2])

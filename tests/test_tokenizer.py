@@ -1053,3 +1053,64 @@ def test_cutting_text_with_few_edges_searches_an_eighth_of_it(family, text):
     with_edges = text + b" a" + text  # the edge is found where it lies, in its window
     cuts = [a for a, _ in edges.plan_text(with_edges, 2)]
     assert cuts == [0, len(text) + 2]  # before the whitespace after "a"
+
+
+# ---- what the API hands out and takes --------------------------------------------------------
+
+def test_tables_handed_out_do_not_change_the_tokenizer(tok, tmp_path):
+    # special_tokens was the encoder's own list: a token appended to it made a later encode
+    # fail with KeyError; id_to_token was the decoder's dict, whose change reached decode of
+    # short lists and not of long ones (their C table was made before).
+    ids = tok.encode("hello world")
+    tok.decode(ids * 64)
+    tok.special_tokens.append("<|pad|>")
+    tok.special_ids["<|pad|>"] = 1
+    tok.merges.append((b"a", b"b"))
+    assert tok.special_tokens == [EOT] and list(tok.special_ids) == [EOT]
+    assert len(tok.merges) == len(tok.id_to_token) - 257  # 256 bytes, the merges, EOT
+    with pytest.raises(TypeError):
+        tok.id_to_token[ids[0]] = b"HELLO"
+    with pytest.raises(TypeError):
+        tok.token_to_id[b"HELLO"] = ids[0]
+    assert tok.decode(ids) == "hello world" and tok.decode(ids * 64) == "hello world" * 64
+    same = Tokenizer(tok.id_to_token, tok.merges, tok.special_tokens)  # the views are taken
+    assert same.encode("hello world" + EOT) == tok.encode("hello world" + EOT)
+    bpe_cffi.save(tok.id_to_token, tok.merges, tmp_path, tok.special_tokens)
+    assert Tokenizer.load(tmp_path).encode("hello world") == ids
+
+
+def test_decode_refuses_a_2d_array_and_bools_with_a_short_message(tok):
+    ids = tok.encode_to_numpy("hello world " * 10_000)
+    with pytest.raises(TypeError, match=r"1-D sequence of ids, not an array of shape \(1, "):
+        tok.decode(ids[None, :])  # a model's (1, N) output: its message was 1.3 MB long
+    with pytest.raises(TypeError, match="dtype bool"):
+        tok.decode(np.array([True, False]))  # decoded as the bytes 0x01 0x00
+    with pytest.raises(TypeError) as e:
+        tok.decode([1, ids.tolist()])
+    assert len(str(e.value)) < 200
+
+
+def test_a_str_subclass_is_encoded_by_its_characters_in_every_method(tok):
+    class Shouting(str):
+        def encode(self, *args, **kwargs):
+            return b"XXX"
+
+    text = Shouting("hello world")
+    want = tok.encode("hello world")
+    assert tok.encode(text) == want and tok.encode_to_numpy(text).tolist() == want
+    assert tok.encode_batch([text]) == [want] and list(tok.encode_iterable([text])) == want
+
+
+def test_argument_types_are_named(tok):
+    with pytest.raises(TypeError, match="pattern must be a str, not list"):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=["\\w+"])  # "unhashable"
+    with pytest.raises(TypeError, match="allowed_special"):
+        tok.encode("x", allowed_special=b"all")  # its ints were named as unknown specials
+    with pytest.raises(TypeError, match="allowed_special holds 1"):
+        tok.encode("x", allowed_special={1})
+    with pytest.raises(TypeError, match="allowed_special"):
+        tok.encode_iterable(["x"], allowed_special=None)  # only at the first next()
+    with pytest.raises(TypeError, match="encode_batch takes an iterable of str, not bytes"):
+        tok.encode_batch(b"hello")  # "takes str, not int"
+    with pytest.raises(TypeError, match="encode_iterable takes an iterable of str, not bytes"):
+        tok.encode_iterable(b"hello")
