@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__
 from .counting import count_words_arrays
-from .files import FILES, check_regular_file, check_specials_saveable, save
+from .files import FILES, check_output_file, check_regular_file, check_specials_saveable, save
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -132,6 +132,9 @@ def _check_out_directory(out: str) -> None:
         raise NotADirectoryError(f"cannot make --out {out!r}: {existing!r} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(f"cannot write into {existing!r} (for --out {out!r})")
+    if existing == os.path.abspath(out):  # its files too: a directory at vocab.json, a FIFO
+        for name in FILES:
+            check_output_file(os.path.join(out, name))
 
 
 def _note_if_regex(pattern: str) -> None:
@@ -177,6 +180,8 @@ def cmd_encode(args) -> None:
 
 def cmd_decode(args) -> None:
     """bpe-cffi decode: a .npy of ids back to text."""
+    if args.out == "-":  # standard output, as "-" is standard input among the inputs
+        args.out = None
     if args.out is not None:  # (an empty one is refused by the writer)
         refuse_overwriting([args.out], [args.ids] + _tokenizer_files(args.tokenizer))
     tok = _load_tokenizer(args.tokenizer, args)

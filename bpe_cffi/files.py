@@ -153,7 +153,9 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
     If a rename fails (a file made immutable), the files already renamed get their old
     contents back, kept until then as hard links: a failure leaves the files as they were,
     not half old, half new. The files get the permissions the user's umask gives a new file
-    (as open() would), not a temporary file's private 0600. A symbolic link is written
+    (as open() would), not a temporary file's private 0600, and a file that existed keeps its
+    own (a private file stays private); one that is read-only is refused, as open() refuses
+    it. A symbolic link is written
     through, as open() would: its target is replaced, not the link. A path that exists and is
     no regular file (a device, a FIFO: renaming over it would replace the node itself) is
     refused, as is one ending in a separator."""
@@ -190,10 +192,17 @@ def _output_target(path: str) -> str:
     if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
         raise ValueError(f"cannot write {path!r}: it is not a regular file (a device, FIFO or "
                          "socket, which the output would replace); write to a file")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise PermissionError(f"cannot write {path!r}: it is read-only")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot write {path!r}: no such directory {directory!r}")
     return path
+
+
+def check_output_file(path: str) -> None:
+    """Refuses, before any work, an output path that atomic_writes would refuse (see there)."""
+    _output_target(path)
 
 
 def _beside(path: str, what: str) -> str:
@@ -215,6 +224,14 @@ def _create_temporary(target: str, mode: str) -> tuple[str, object]:
         except OSError as e:  # name the output, not the temporary file
             raise OSError(e.errno, f"cannot write {target!r} ({e.strerror} in "
                                    f"{os.path.dirname(tmp)!r})") from None
+    try:  # an existing file's permissions, not the umask's (np.save's open() keeps them)
+        os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))
+    except FileNotFoundError:
+        pass
+    except OSError:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
     return tmp, os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {}))
 
 

@@ -310,3 +310,29 @@ def test_train_refuses_a_special_it_could_not_save_before_training(tmp_path, cap
     assert "trained" not in captured.out and "pre-tokenize" not in captured.err
     assert "the special token 'é' cannot be saved" in captured.err
     assert not (tmp_path / "tok").exists()
+
+
+def test_train_refuses_out_files_it_could_not_write_before_training(tmp_path, capsys,
+                                                                    monkeypatch):
+    # A directory at --out's vocab.json was found by the save, once the training was done.
+    import bpe_cffi.cli
+
+    def counting(*args, **kwargs):
+        raise AssertionError("counted before refusing")
+
+    monkeypatch.setattr(bpe_cffi.cli, "count_words_arrays", counting)
+    (tmp_path / "tok" / "vocab.json").mkdir(parents=True)
+    assert main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / "tok")]) == 1
+    captured = capsys.readouterr()
+    assert "vocab.json': it is a directory" in captured.err
+
+
+def test_decode_out_dash_is_standard_output(tmp_path, capsys, monkeypatch):
+    # It wrote a file named "-".
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--sample", "--vocab-size", "300", "--out", "tok", "--quiet"]) == 0
+    tok = bpe_cffi.Tokenizer.load("tok")
+    np.save("ids.npy", np.array(tok.encode("hello world"), np.uint16))
+    capsys.readouterr()
+    assert main(["decode", "--tokenizer", "tok", "ids.npy", "--out", "-"]) == 0
+    assert capsys.readouterr().out.startswith("hello world") and not (tmp_path / "-").exists()

@@ -328,6 +328,32 @@ def test_written_files_get_the_umask_permissions(trained, tmp_path, umask):
         assert os.stat(p).st_mode & 0o777 == 0o666 & ~umask, p
 
 
+def test_an_existing_output_keeps_its_permissions_and_a_read_only_one_is_refused(
+        trained, tmp_path, monkeypatch):
+    # An output made private (0600) became 0644 when written again under umask 022, and a
+    # read-only one (0444) was replaced where open() refuses it.
+    ids, tok_dir = tmp_path / "ids.npy", tmp_path / "tok"
+    paths = bpe_cffi.save(*trained, tok_dir, [EOT])
+    ids.write_bytes(b"old")
+    for p in paths + [str(ids)]:
+        os.chmod(p, 0o600)
+    old = os.umask(0o022)
+    try:
+        bpe_cffi.save(*trained, tok_dir, [EOT])
+        Tokenizer(*trained, [EOT]).encode_file(bpe_cffi.sample_path(), ids, num_workers=1)
+    finally:
+        os.umask(old)
+    for p in paths + [str(ids)]:
+        assert os.stat(p).st_mode & 0o777 == 0o600, p
+    # Root may write anything: the refusal is made as the file system makes it for a user.
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if os.fspath(p) == str(ids)
+                        and mode == os.W_OK else real_access(p, mode, **kw))
+    with pytest.raises(PermissionError, match="it is read-only"):
+        Tokenizer(*trained, [EOT]).encode_file(bpe_cffi.sample_path(), ids, num_workers=1)
+    assert np.load(ids).size > 0  # the file written before, untouched
+
+
 def test_missing_output_directory_is_named(trained, tmp_path):
     tok = Tokenizer(*trained, [EOT])
     with pytest.raises(FileNotFoundError, match="no such directory"):
