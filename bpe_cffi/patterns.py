@@ -193,11 +193,12 @@ def _name_key(name: str) -> str:
     return "".join(c for c in name.lower() if c not in " -_\t\n")
 
 
-# Names a user may mean, to the pattern name to suggest: each name's own spellings, and the
-# names of tiktoken's encodings.
+# Names a user may mean, to the pattern name to suggest: each name's own spellings, the
+# names of tiktoken's encodings, and the models' (gigatoken names cl100k "gpt4").
 _NEAR_NAMES = {**{_name_key(n): n for n in PATTERNS},
                "cl100kbase": "cl100k_tiktoken", "o200kbase": "o200k",
-               "r50kbase": "gpt2_tiktoken", "p50kbase": "gpt2_tiktoken"}
+               "r50kbase": "gpt2_tiktoken", "p50kbase": "gpt2_tiktoken",
+               "gpt4": "cl100k", "gpt4o": "o200k", "llama3": "cl100k_hf"}
 
 
 def resolve_pattern(pattern: str) -> str:
@@ -214,6 +215,10 @@ def resolve_pattern(pattern: str) -> str:
     if name is not None:
         raise ValueError(f"{pattern!r} is no pattern name (did you mean {name!r}? names: "
                          f"{', '.join(PATTERNS)})")
+    if regex.fullmatch(r"[A-Za-z0-9_-]+", pattern):  # a name, surely: as a regex, only itself
+        raise ValueError(f"{pattern!r} is no pattern name (names: {', '.join(PATTERNS)}); as "
+                         "a regex it would match only its own text, and give all other text "
+                         "no pre-token")
     return pattern
 
 

@@ -64,6 +64,10 @@ def test_train_several_files_and_glob(tmp_path, capsys):
      "did you mean 'cl100k_tiktoken'?"),  # tiktoken's name of the encoding
     (["train", "--sample", "--vocab-size", "300", "--pattern", "gpt-2", "--out", "x"], 1,
      "did you mean 'gpt2'?"),
+    (["train", "--sample", "--vocab-size", "300", "--pattern", "gpt4", "--out", "x"], 1,
+     "did you mean 'cl100k'?"),  # gigatoken's name: it dropped all text but "gpt4"
+    (["train", "--sample", "--vocab-size", "300", "--pattern", "tiktoken", "--out", "x"], 1,
+     "would match only its own text"),  # a name of nothing, as a regex only itself
     (["encode", "in.txt", "--tokenizer", "t", "--out", "o.npy", "--separator", "X",
       "--no-separator"], 2, "not both"),  # one was dropped in silence
     (["encode", "in.txt", "--tokenizer", "t", "--out", "-"], 2, "--out must name a .npy"),
