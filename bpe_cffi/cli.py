@@ -17,7 +17,8 @@ import numpy as np
 
 from . import __version__
 from .counting import count_words_arrays
-from .files import FILES, check_output_file, check_regular_file, check_specials_saveable, save
+from .files import (FILES, check_name_lengths, check_output_file, check_regular_file,
+                    check_specials_saveable, save)
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -132,6 +133,7 @@ def _check_out_directory(out: str) -> None:
         raise NotADirectoryError(f"cannot make --out {out!r}: {existing!r} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(f"cannot write into {existing!r} (for --out {out!r})")
+    check_name_lengths(out, existing)  # save would make the directories above a long name
     if existing == os.path.abspath(out):  # its files too: a directory at vocab.json, a FIFO
         for name in FILES:
             check_output_file(os.path.join(out, name))

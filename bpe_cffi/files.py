@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import errno
 import itertools
 import json
 import operator
@@ -186,6 +187,15 @@ def _output_target(path: str) -> str:
     if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
         raise ValueError(f"cannot write {path!r}: a file's path cannot end in a separator")
     if os.path.islink(path):
+        try:  # what the link leads to, which realpath names wrongly for a loop or a pipe
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            mode = None  # a link to nothing yet: the file is made where it points
+        except OSError as e:
+            raise OSError(e.errno, f"cannot write {path!r}: {e.strerror}") from None
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ValueError(f"cannot write {path!r}: it leads to no regular file (a device, "
+                             "FIFO or socket, which the output would replace); write to a file")
         path = os.path.realpath(path)
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot write {path!r}: it is a directory")
@@ -197,7 +207,23 @@ def _output_target(path: str) -> str:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot write {path!r}: no such directory {directory!r}")
+    check_name_lengths(path, directory)
     return path
+
+
+def check_name_lengths(path: str, existing: str) -> None:
+    """Refuses a path whose names below the directory `existing` are longer than its file
+    system allows: found by the write, it was found after the work."""
+    try:
+        longest = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # no limit known (or no pathconf)
+        return
+    rest = os.path.relpath(os.path.abspath(path), existing)
+    for name in rest.split(os.sep):
+        if longest > 0 and len(os.fsencode(name)) > longest:
+            raise OSError(errno.ENAMETOOLONG, f"cannot write {path!r}: the name "
+                          f"{name[:20]!r}... is longer than the {longest} bytes its file "
+                          "system allows")
 
 
 def check_output_file(path: str) -> None:

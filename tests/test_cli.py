@@ -340,3 +340,11 @@ def test_decode_out_dash_is_standard_output(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     assert main(["decode", "--tokenizer", "tok", "ids.npy", "--out", "-"]) == 0
     assert capsys.readouterr().out.startswith("hello world") and not (tmp_path / "-").exists()
+
+
+def test_train_refuses_an_out_name_too_long_before_training(tmp_path, capsys):
+    # The save found it once trained, after making the directories above it.
+    out = tmp_path / "x" / ("a" * 300) / "tok"
+    assert main(["train", "--sample", "--vocab-size", "300", "--out", str(out)]) == 1
+    assert "bytes its file system allows" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

@@ -354,6 +354,24 @@ def test_an_existing_output_keeps_its_permissions_and_a_read_only_one_is_refused
     assert np.load(ids).size > 0  # the file written before, untouched
 
 
+def test_an_output_through_a_link_loop_to_a_pipe_or_too_long_is_refused_first(trained, tmp_path):
+    # A link loop was replaced by a file (open() refuses it); a link to a FIFO (/dev/stdout
+    # into a pipe) failed naming a path that does not exist; a name too long for the file
+    # system was found by the rename, once the whole corpus was encoded.
+    tok = Tokenizer(*trained, [EOT])
+    (tmp_path / "l1").symlink_to(tmp_path / "l2")
+    (tmp_path / "l2").symlink_to(tmp_path / "l1")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "to_fifo").symlink_to(tmp_path / "fifo")
+    before = sorted(os.listdir(tmp_path))
+    for name, error in [("l1", "Too many levels of symbolic links"),
+                        ("to_fifo", "it leads to no regular file"),
+                        ("a" * 300 + ".npy", r"is longer than the \d+ bytes")]:
+        with pytest.raises((OSError, ValueError), match=error):
+            tok.encode_file(bpe_cffi.sample_path(), tmp_path / name, num_workers=1)
+    assert sorted(os.listdir(tmp_path)) == before and (tmp_path / "l1").is_symlink()
+
+
 def test_missing_output_directory_is_named(trained, tmp_path):
     tok = Tokenizer(*trained, [EOT])
     with pytest.raises(FileNotFoundError, match="no such directory"):
