@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .counting import count_words_arrays
+from .counting import MAX_WORKERS, count_words_arrays
 from .files import (FILES, check_name_lengths, check_output_file, check_regular_file,
                     check_specials_saveable, save)
 from .patterns import PATTERNS, pretokenizer
@@ -150,9 +150,33 @@ def _tokenizer_files(directory: str) -> list[str]:
     return [os.path.join(directory, name) for name in FILES]
 
 
+def _workers(text: str) -> int:
+    """--workers: an int from 1 to MAX_WORKERS (a usage error otherwise, naming the option)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_WORKERS}, got {n}")
+    return n
+
+
+def _is_text(s: str) -> bool:
+    """Whether s is valid Unicode text (an argument of bytes that are no UTF-8 is not)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _load_tokenizer(directory: str, args) -> Tokenizer:
     """The tokenizer in directory, with --pattern and --special-token for the files that hold
     neither (a rank file, vocab.json + merges.txt)."""
+    if (args.pattern is not None or args.special_token is not None) and \
+            os.path.lexists(os.path.join(directory, "tokenizer.json")):
+        raise UsageError(f"{directory!r} holds a tokenizer.json, which has its own pattern and "
+                         "special tokens: give neither --pattern nor --special-token")
     return Tokenizer.load(directory, pattern=args.pattern, special_tokens=args.special_token)
 
 
@@ -162,6 +186,8 @@ def cmd_encode(args) -> None:
         raise UsageError("--separator must not be empty (--no-separator writes none)")
     if args.separator is not None and args.no_separator:
         raise UsageError("give --separator or --no-separator, not both")
+    if args.separator is not None and not _is_text(args.separator):
+        raise UsageError("--separator is not valid Unicode text (bytes that are no UTF-8?)")
     if args.out == "-":
         raise UsageError("--out must name a .npy file (the ids are not written to standard "
                          "output)")
@@ -268,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--pattern", default="gpt2",
                    help="pre-tokenization regex, or a family's name: "
                         f"{', '.join(PATTERNS)} (default: gpt2)")
-    t.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
+    t.add_argument("--workers", type=_workers, default=None,
+                   help="processes (default: one per core)")
     t.add_argument("--out", required=True, metavar="DIR", help="where to write the tokenizer")
     t.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="count on this Dask cluster instead of local processes")
@@ -293,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--text-field", default="text", metavar="NAME",
                    help="the field of a JSON line or Parquet record that holds its text "
                         "(default: text)")
-    e.add_argument("--workers", type=int, default=None,
+    e.add_argument("--workers", type=_workers, default=None,
                    help="processes (default: one per core)")
     e.add_argument("--no-specials", action="store_true",
                    help="encode special tokens' text in the documents as ordinary text, not "

@@ -71,6 +71,10 @@ def test_train_several_files_and_glob(tmp_path, capsys):
     (["encode", "in.txt", "--tokenizer", "t", "--out", "o.npy", "--separator", "X",
       "--no-separator"], 2, "not both"),  # one was dropped in silence
     (["encode", "in.txt", "--tokenizer", "t", "--out", "-"], 2, "--out must name a .npy"),
+    (["encode", "in.txt", "--tokenizer", "t", "--out", "o.npy", "--workers", "0"], 2,
+     "argument --workers: must be from 1 to 4096"),  # named num_workers, exit status 1
+    (["encode", "in.txt", "--tokenizer", "t", "--out", "o.npy", "--separator", "\udcff"], 2,
+     "--separator is not valid Unicode text"),  # a codec's error, naming nothing
     (["train", "--sample", "--vocab-size", "300", "--pattern", "\udcff", "--out", "x"], 1,
      "not valid Unicode text"),  # once found only by save, after the training
 ])
@@ -248,8 +252,10 @@ def test_pattern_and_specials_for_a_directory_without_tokenizer_json(tmp_path, c
     assert main(["info", str(tmp_path / "ranks"), *options]) == 0
     info = capsys.readouterr().out
     assert "pattern: o200k (C scanner)" in info and f"{eot} = " in info
-    assert main(["info", str(tmp_path / "t"), "--pattern", "o200k"]) == 1
-    assert "holds its own pattern and special tokens" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # a usage error, naming the options
+        main(["info", str(tmp_path / "t"), "--pattern", "o200k"])
+    assert e.value.code == 2
+    assert "give neither --pattern nor --special-token" in capsys.readouterr().err
 
 
 def test_info_of_an_empty_rank_file(tmp_path, capsys):
