@@ -496,6 +496,21 @@ def test_save_counts_refuses_arrays_load_counts_would_refuse(tmp_path):
 
 # ---- many files to one array ---------------------------------------------------------------
 
+def test_a_file_without_edges_is_planned_once(trained, tmp_path, monkeypatch):
+    # One range (no edge to cut at) went to this process, which planned the file again: a
+    # search of the whole file at ~0.4 us a byte where the text has no edge ("\n/" for o200k).
+    from bpe_cffi import encode_file
+    calls = []
+    plan = encode_file.plan_file
+    monkeypatch.setattr(encode_file, "plan_file", lambda *a: calls.append(a) or plan(*a))
+    path = tmp_path / "one_word.txt"
+    path.write_text("a" * (3 << 19))  # 1.5 MB, over the smallest range, and no edge
+    tok = Tokenizer(*trained, [EOT])
+    assert tok.encode_file(path, tmp_path / "ids.npy", num_workers=2) > 0
+    assert len(calls) == 1
+    assert np.load(tmp_path / "ids.npy").tolist() == tok.encode("a" * (3 << 19))
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_many_files_to_one_array(trained, tmp_path, workers):
     texts = [TEXT * 3, "", "second file\n" * 2000, "🙂 last"]
