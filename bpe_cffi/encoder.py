@@ -32,6 +32,10 @@ _PARTS_PER_THREAD = 2
 # A batch is cut finer, so that the UTF-8 of the next run is made while the threads encode.
 _BATCH_PARTS_PER_THREAD = 8
 _BATCH_MIN_CHARS = 1 << 18
+# A long text split by the regex module is encoded this many pre-tokens at a time: its list
+# of pre-tokens, as strs, took ~44 bytes a byte of text (encode_file of 64 MB with no
+# special token to cut at: 2.8 GB).
+_REGEX_BATCH = 1 << 18
 
 
 class Encoder:
@@ -117,6 +121,8 @@ class Encoder:
         if self.pretokenizer.family is None:
             if isinstance(text, bytes):
                 text = text.decode("utf-8")
+            if len(text) > _REGEX_BATCH:
+                return self._encode_regex_long(text).astype(dtype, copy=False)
             return self._encode_regex([text])[0].astype(dtype, copy=False)  # checked there
         # lone surrogates raise UnicodeEncodeError here
         data = text if isinstance(text, bytes) else text.encode("utf-8")
@@ -225,6 +231,37 @@ class Encoder:
         return self._checked(ids, data, pieces), piece_ends[last_piece]
 
     # ---- patterns without a C scanner ----
+
+    def _encode_regex_long(self, text: str) -> np.ndarray:
+        """The ids of a long text split by the regex, about _REGEX_BATCH pre-tokens at a time
+        (each pre-token is encoded alone, so the batches' ids joined are the whole's)."""
+        parts: list[np.ndarray] = []
+        tokens: list[str] = []
+        then_id: list[int] = []  # a special's id after an empty token, else -1
+
+        def flush() -> None:
+            try:
+                blob, offsets = utf8_offsets(tokens)
+            except UnicodeEncodeError as e:
+                raise text_error([text], e) from None
+            pieces = (offsets[:-1], offsets[1:], np.array(then_id, np.int32))
+            parts.append(self._checked(self._call(blob, pieces)[0], blob, pieces))
+            tokens.clear()
+            then_id.clear()
+
+        for piece, is_special in self.specials.split(text):
+            if is_special:
+                tokens.append("")
+                then_id.append(self.specials.ids[piece])
+                continue
+            for found in self.pretokenizer.pre_token_batches([piece], _REGEX_BATCH):
+                tokens += found
+                then_id += [-1] * len(found)
+                if len(tokens) >= _REGEX_BATCH:
+                    flush()
+        if tokens:
+            flush()
+        return np.concatenate(parts) if parts else np.empty(0, np.int32)
 
     def _encode_regex(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """encode_batch with the regex: every pre-token it finds is a piece for C, and each

@@ -270,8 +270,8 @@ class Tokenizer:
         """Lazily yields encode("".join(iterable)), encoding the stream in pieces cut at safe
         edges (chunking.cut_stream): linear in the input whatever its chunking, holding the
         text since the last safe edge plus a batch of 64 K characters (with a pattern split
-        by the regex module and no special tokens there is no edge, and the text is held
-        until the end)."""
+        by the regex module, only a special token makes an edge: in a stream that holds none,
+        the text is held until the end)."""
         encoder = self._encoder_for(allowed_special)  # a bad argument fails here, not at next()
         if isinstance(iterable, (bytes, bytearray)):
             raise TypeError(f"encode_iterable takes an iterable of str, not "

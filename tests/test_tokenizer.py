@@ -1114,3 +1114,25 @@ def test_argument_types_are_named(tok):
         tok.encode_batch(b"hello")  # "takes str, not int"
     with pytest.raises(TypeError, match="encode_iterable takes an iterable of str, not bytes"):
         tok.encode_iterable(b"hello")
+
+
+def test_a_long_text_split_by_the_regex_is_encoded_in_bounded_memory(trained, tiktoken_enc,
+                                                                      monkeypatch):
+    # Its pre-tokens were listed whole as strs, 25-44 bytes a character (encode_file of a
+    # 64 MB file with no special token to cut at: 2.8 GB); now a batch of them at a time,
+    # here a small one so that the text holds hundreds (specials among them).
+    from bpe_cffi import encoder
+    monkeypatch.setattr(encoder, "_REGEX_BATCH", 1 << 12, raising=False)
+    tok = Tokenizer(*trained, special_tokens=[EOT], pattern=REGEX_GPT2, cache_bytes=0)
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()[:200_000]
+    text = (sample + EOT) * 6 + sample  # 1.4 M characters, over a batch of pre-tokens
+    want = tiktoken_enc.encode(text, allowed_special="all")
+    tracemalloc.start()
+    got = tok.encode_to_numpy(text)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert got.tolist() == want
+    assert peak < 10 * len(text), f"peak traced memory {peak / len(text):.1f} bytes a character"
+    with pytest.raises(UnicodeEncodeError) as e:  # where in the text, as for a short one
+        tok.encode(text[:900_000] + "\ud800" + text[900_000:])
+    assert e.value.start == 900_000
