@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import operator
 import os
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -235,9 +234,6 @@ def compile_pattern(pattern: str) -> "regex.Pattern[str]":
         raise ValueError(f"invalid pre-tokenization pattern {pattern!r}: {e}") from None
 
 
-_GROUP = operator.methodcaller("group")  # a match's text
-
-
 class Pretokenizer:
     """How a pattern turns text into pre-tokens: its family's C scanner when the pattern is a
     family's (`family`), else the regex (`family` None; the C side then takes each pre-token
@@ -265,8 +261,9 @@ class Pretokenizer:
             if len(piece) <= size:
                 batch += self.pre_tokens(piece)
             else:
-                matches = map(_GROUP, self.regex.finditer(piece))
-                while part := list(itertools.islice(matches, size)):
+                matches = self.regex.finditer(piece)
+                # m[0] in a comprehension: map(methodcaller("group"), ...) took twice as long
+                while part := [m[0] for m in itertools.islice(matches, size)]:
                     batch += part
                     if len(batch) >= size:
                         yield batch
