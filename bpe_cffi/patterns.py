@@ -87,12 +87,14 @@ def _utf8_text_at(ascii_text: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class EdgePatterns:
-    """A family's safe edges as a regex on UTF-8 bytes and as one on str."""
+    """A family's safe edges as a regex on UTF-8 bytes and as one on str; code: the family's
+    BPE_SCAN_* code, with which csrc/edges.c finds the edges of the regex on bytes."""
     utf8: bytes
     text: str
+    code: int
 
 
-def _line_break_edges(ascii_after: bytes, text_after: str) -> EdgePatterns:
+def _line_break_edges(ascii_after: bytes, text_after: str, code: int) -> EdgePatterns:
     """cl100k's and o200k's edges: text then whitespace but \r or \n; a letter or number then
     \r or \n; \r or \n then what is not whitespace (the ASCII of it: a class's contents,
     ascii_after; on str: text_after)."""
@@ -100,14 +102,15 @@ def _line_break_edges(ascii_after: bytes, text_after: str) -> EdgePatterns:
         _UTF8_TEXT_BEFORE + rb"(?=[\t\x0b\x0c ])|(?<=[A-Za-z0-9])(?=[\r\n])|(?<=[\r\n])"
         + _utf8_text_at(ascii_after),
         r"(?<=\S)(?=[\t\x0b\x0c ])|(?<=[\p{L}\p{N}])(?=[\r\n])|(?<=[\r\n])(?="
-        + text_after + ")")
+        + text_after + ")", code)
 
 
 _GPT2_EDGES = EdgePatterns(_UTF8_TEXT_BEFORE + rb"(?=[\t\n\x0b\x0c\r ])",
-                           r"(?<=\S)(?=[\t\n\x0b\x0c\r ])")
-_CL100K_EDGES = _line_break_edges(rb"\x00-\x08\x0e-\x1f\x21-\x7f", r"\S")
+                           r"(?<=\S)(?=[\t\n\x0b\x0c\r ])", lib.BPE_SCAN_GPT2)
+_CL100K_EDGES = _line_break_edges(rb"\x00-\x08\x0e-\x1f\x21-\x7f", r"\S", lib.BPE_SCAN_CL100K)
 _O200K_EDGES = _line_break_edges(rb"\x00-\x08\x0e-\x1f\x21-\x2e\x30-\x7f",
-                                 r"[^\s/]")  # / is taken along by the punctuation before
+                                 r"[^\s/]",  # / is taken along by the punctuation before
+                                 lib.BPE_SCAN_O200K)
 
 
 @dataclass(frozen=True)

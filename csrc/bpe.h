@@ -132,6 +132,12 @@ int bpe_scanner_split(const bpe_scanner *s, const uint8_t *text, int64_t n, int6
 /* Whether code point cp is whitespace for the regex module's \s (Unicode White_Space). */
 int bpe_is_whitespace(uint32_t cp);
 
+/* The first safe edge i of a family (BPE_SCAN_GPT2, _CL100K or _O200K) with lo <= i < hi and
+ * i > 0 in UTF-8 text, as the family's edge regex on bytes finds it (bpe_cffi/patterns.py)
+ * reading text[0 .. limit) (hi <= limit), in *at; -1 if none (edges.c). */
+int bpe_next_edge(int family, const uint8_t *text, int64_t limit, int64_t lo, int64_t hi,
+                  int64_t *at);
+
 /* Where special tokens occur in text[from .. n), as a left-to-right search cuts it: the
  * leftmost place where one occurs, the longest there, then on after it. Special j is
  * needles[offsets[j] .. offsets[j + 1]), k >= 1 of them, at least one byte each, longest first

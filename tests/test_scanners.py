@@ -224,6 +224,36 @@ def test_safe_edges_are_unit_cuts(pattern, text):
                        if gpt2 or text[i] not in "\r\n" or text[i - 1].isascii()}
 
 
+# Characters around the edges: each kind of ASCII whitespace, '/', letters and digits, the
+# whitespace outside ASCII (their UTF-8 is what csrc/edges.c spells out) and their neighbours.
+EDGE_CHARS = ("a", "Z", "0", " ", "\t", "\n", "\r", "\x0b", "\x0c", "/", ".", "\x00", "\x1f", "é",
+              "\u0085", "\u00a0", "\u00a1", "\u1680", "\u1681", "\u2000", "\u200a", "\u200b",
+              "\u2028", "\u2029", "\u202f", "\u205f", "\u2060", "\u3000", "\u3001", "字", "🙂")
+EDGE_BYTES = bytes([0x00, 0x09, 0x0A, 0x0D, 0x20, 0x2F, 0x41, 0x7F, 0x80, 0x81, 0x85, 0x8A,
+                    0x8B, 0x9A, 0x9F, 0xA0, 0xA8, 0xAF, 0xBF, 0xC0, 0xC2, 0xE1, 0xE2, 0xE3,
+                    0xF0, 0xF4, 0xF5, 0xFF])
+
+
+@pytest.mark.parametrize("pattern", FAMILIES)
+@given(data=st.one_of(st.lists(st.sampled_from(EDGE_CHARS), max_size=14).map(
+                          lambda cs: "".join(cs).encode()),
+                      st.lists(st.sampled_from(EDGE_BYTES), max_size=12).map(bytes)),
+       bounds=st.tuples(st.integers(0, 40), st.integers(0, 40)))
+@settings(max_examples=500)
+def test_edges_in_c_are_the_edge_regexs(pattern, data, bounds):
+    # bpe_next_edge finds on bytes what the family's edge regex finds there (from lo, the
+    # regex reading up to limit, as chunking.Edges runs it), any bytes, UTF-8 or not.
+    edges = pretokenizer(pattern).edges
+    lo = min(bounds[0], len(data))
+    hi = min(max(lo, bounds[1]), len(data))
+    limit = min(len(data), hi + 2)
+    want = next((m.start() for m in regex.finditer(edges.utf8, data, pos=lo, endpos=limit)
+                 if 0 < m.start() < hi), -1)
+    at = ffi.new("int64_t *")
+    assert lib.bpe_next_edge(edges.code, data, limit, lo, hi, at) == lib.BPE_OK
+    assert at[0] == want
+
+
 @pytest.mark.parametrize("pattern", FAMILIES)
 def test_text_without_ascii_beside_its_line_breaks_has_edges(pattern, tmp_path):
     # Japanese lines end in 。 or 」 with no space: with edges only between ASCII characters,

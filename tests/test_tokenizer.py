@@ -357,10 +357,18 @@ def test_runs_of_overlapping_specials_are_found_whole(s, text, data):
 
 
 class _SearchCounter:
-    """An edge regex that counts the characters its searches cover."""
+    """Counts the characters an Edges' searches for family edges cover: its regex's, and on
+    bytes its C search's (csrc/edges.c)."""
 
-    def __init__(self, finder):
-        self.finder, self.searched = finder, 0
+    def __init__(self, edges):
+        self.finder, self.searched = edges.finder, 0
+        first_family_edge = edges._first_family_edge
+
+        def counted(text, lo, hi, limit, safe):
+            if edges.c_family is not None:  # (the regex's searches count themselves)
+                self.searched += limit - lo
+            return first_family_edge(text, lo, hi, limit, safe)
+        edges.finder, edges._first_family_edge = self, counted
 
     def finditer(self, text, pos=0, endpos=None):
         endpos = len(text) if endpos is None else endpos
@@ -375,7 +383,7 @@ def test_edge_search_reads_each_block_once(family, fill):
     from bpe_cffi.chunking import Edges
     from bpe_cffi.patterns import pretokenizer
     edges = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges)
-    edges.finder = finder = _SearchCounter(edges.finder)
+    finder = _SearchCounter(edges)
     text = fill * 2_000_000
     assert edges.first_edge(text + b"x", 1, len(text) + 1) == -1
     assert edges.first_edge(text + b"x \n", 1, len(text) + 1) == -1
@@ -400,6 +408,9 @@ def test_first_edge_search_stops_at_the_first_edge():
 
     edges.finder = CountingFinder()
     text = b"a b " * 100_000
+    assert [a for a, _ in edges.plan_text(text, 4)] == [0, 100_001, 200_001, 300_001]
+    assert taken == 0  # on bytes, C finds the first edge (csrc/edges.c); the regex's search:
+    edges.c_family = None
     assert [a for a, _ in edges.plan_text(text, 4)] == [0, 100_001, 200_001, 300_001]
     assert taken == 3
     # the search goes on past an edge inside a special token
@@ -1047,7 +1058,7 @@ def test_cutting_text_with_few_edges_searches_an_eighth_of_it(family, text):
     from bpe_cffi.chunking import Edges
     from bpe_cffi.patterns import pretokenizer
     edges = Edges([], pretokenizer(bpe_cffi.PATTERNS[family]).edges)
-    edges.finder = finder = _SearchCounter(edges.finder)
+    finder = _SearchCounter(edges)
     assert edges.plan_text(text, 8) == [(0, len(text))]
     assert 0 < finder.searched <= len(text) // 8 + 8 * 64, finder.searched
     with_edges = text + b" a" + text  # the edge is found where it lies, in its window
