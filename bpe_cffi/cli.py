@@ -255,7 +255,8 @@ def cmd_info(args) -> None:
     print(f"tokenizer in {args.directory}")
     ids = f" (ids 0-{tok.vocab_size - 1})" if tok.vocab_size else ""  # none in an empty rank file
     print(f"  vocabulary: {len(tok):,} tokens{ids}, {len(tok.merges):,} merges")
-    specials = ", ".join(f"{s} = {tok.special_ids[s]}" for s in tok.special_tokens)
+    ids = tok.special_ids  # (a copy)
+    specials = ", ".join(f"{s} = {ids[s]}" for s in tok.special_tokens)
     print(f"  special tokens: {specials or 'none'}")
     name = tok.pretokenizer.name
     print(f"  pattern: {name} (C scanner)" if name != "regex"
@@ -332,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("ids", metavar="IDS.npy", help="ids written by encode")
     d.add_argument("--tokenizer", required=True, metavar="DIR",
                    help="the tokenizer directory the ids were encoded with")
-    d.add_argument("--out", metavar="FILE", help="write the text here (default: stdout)")
+    d.add_argument("--out", metavar="FILE", help="write the text here (default, or -: stdout)")
     d.set_defaults(func=cmd_decode)
 
     i = sub.add_parser("info", help="describe a tokenizer directory")

@@ -142,6 +142,12 @@ class WordCounter:
         check(rc, "bpe_counter_add_units")
         return True
 
+    def __len__(self) -> int:
+        """The number of distinct entries."""
+        n, nb = ffi.new("int64_t *"), ffi.new("int64_t *")
+        lib.bpe_counter_size(self._c, n, nb)
+        return n[0]
+
     def export(self) -> Arrays:
         """The entries as Arrays, in insertion order."""
         n, nb = ffi.new("int64_t *"), ffi.new("int64_t *")

@@ -245,7 +245,10 @@ class Encoder:
             except UnicodeEncodeError as e:
                 raise text_error([text], e) from None
             pieces = (offsets[:-1], offsets[1:], np.array(then_id, np.int32))
-            parts.append(self._checked(self._call(blob, pieces)[0], blob, pieces))
+            ids = self._call(blob, pieces)[0]
+            if self._missing_bytes and len(ids) and ids.min() < 0:
+                self._checked(np.full(1, -1, np.int32), text)  # names the whole text's bytes
+            parts.append(ids)
             tokens.clear()
             then_id.clear()
 

@@ -220,7 +220,9 @@ def check_name_lengths(path: str, existing: str) -> None:
         return
     rest = os.path.relpath(os.path.abspath(path), existing)
     for name in rest.split(os.sep):
-        if longest > 0 and len(os.fsencode(name)) > longest:
+        # In characters too: some file systems (NTFS, SMB) count UTF-16 units, not bytes,
+        # and a name the rename refuses is refused late rather than a good one refused here.
+        if longest > 0 and min(len(os.fsencode(name)), len(name)) > longest:
             raise OSError(errno.ENAMETOOLONG, f"cannot write {path!r}: the name "
                           f"{name[:20]!r}... is longer than the {longest} bytes its file "
                           "system allows")
@@ -250,14 +252,11 @@ def _create_temporary(target: str, mode: str) -> tuple[str, object]:
         except OSError as e:  # name the output, not the temporary file
             raise OSError(e.errno, f"cannot write {target!r} ({e.strerror} in "
                                    f"{os.path.dirname(tmp)!r})") from None
-    try:  # an existing file's permissions, not the umask's (np.save's open() keeps them)
-        os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))
-    except FileNotFoundError:
-        pass
-    except OSError:
-        os.close(fd)
-        os.unlink(tmp)
-        raise
+    try:  # an existing file's permissions, not the umask's (np.save's open() keeps them);
+        # not set-user-ID and set-group-ID, which a write through open() clears
+        os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode) & 0o777)
+    except OSError:  # no file yet; or a file system without permissions (vfat, SMB): the
+        pass  # umask's, as before
     return tmp, os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {}))
 
 
@@ -925,13 +924,16 @@ def save_counts(counts, path) -> None:
     if isinstance(counts, Mapping):
         blob, offsets, values = counts_to_arrays(counts)
     else:  # checked as load_counts checks them: a file it would refuse is not written
-        if not isinstance(counts, (tuple, list)) or len(counts) != 3 or \
-                not isinstance(counts[0], (bytes, bytearray, memoryview)):
+        try:
+            blob, offsets, values = counts
+            blob = bytes(memoryview(blob))  # bytes, or a uint8 array
+        except (TypeError, ValueError):
             raise TypeError("counts must be a mapping of bytes to int, or count_words_arrays' "
-                            f"(bytes, offsets, counts), not {type(counts).__name__}")
-        blob, offsets, values = bytes(counts[0]), np.asarray(counts[1]), np.asarray(counts[2])
+                            f"(bytes, offsets, counts), not {type(counts).__name__}") from None
+        offsets, values = (np.asarray(a) if len(a) else np.zeros(0, np.int64)
+                           for a in (offsets, values))
         problem = _count_arrays_problem(blob, offsets, values)
-        if problem or _counts_once((blob, offsets, values)) is None:
+        if problem or _listed_twice(blob, offsets, values):
             raise ValueError(f"counts: {problem or 'a word is listed twice'}")
     with atomic_write(os.fspath(path), "wb") as f:
         np.savez(f, words=np.frombuffer(blob, np.uint8), offsets=offsets, counts=values,
@@ -955,8 +957,9 @@ def load_counts(path) -> dict[bytes, int]:
             raise
         raise ValueError(f"{path}: not a bpe_cffi word-count file ({e})") from None
     problem = _count_arrays_problem(blob, offsets, values)
-    counts = None if problem else _counts_once((blob, offsets, values))
-    if counts is None:
+    from .counter import arrays_to_counts
+    counts = {} if problem else arrays_to_counts((blob, offsets, values))
+    if problem or len(counts) != len(values):  # save_counts writes each word once
         raise ValueError(f"{path}: inconsistent word-count file "
                          f"({problem or 'a word is listed twice'})")
     return counts
@@ -976,9 +979,14 @@ def _count_arrays_problem(blob: bytes, offsets, values) -> str | None:
     return None
 
 
-def _counts_once(arrays) -> dict[bytes, int] | None:
-    """{word: count} of word-count arrays, or None if a word is listed twice (save_counts
-    writes each once)."""
-    from .counter import arrays_to_counts
-    counts = arrays_to_counts(arrays)
-    return counts if len(counts) == len(arrays[2]) else None
+def _listed_twice(blob: bytes, offsets, values) -> bool:
+    """Whether consistent word-count arrays list a word twice (told by a C counter, without
+    the words as Python objects)."""
+    import numpy as np
+    from .counter import WordCounter
+    counter = WordCounter()
+    counter.add(blob, np.ascontiguousarray(offsets, np.int64),
+                np.ascontiguousarray(values, np.int64))
+    n = len(counter)
+    counter.release()
+    return n != len(values)

@@ -5,7 +5,6 @@ import contextlib
 import errno
 import gc
 import os
-from types import MappingProxyType
 from typing import AbstractSet, Iterable, Iterator, Sequence, Union
 
 import numpy as np
@@ -56,12 +55,13 @@ class Tokenizer:
         for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
             token_to_id.setdefault(vocab[i], i)
         ids = add_special_ids(unique_specials(special_tokens), id_to_token, token_to_id)
-        # Read-only views: the encoder and decoder are built from these tables, so a change
-        # to them would reach some calls and not others.
+        # Read-only: the encoder and decoder are built from these tables, so a change to them
+        # would reach some calls and not others. Still dicts, for what takes only dicts
+        # (tiktoken's Encoding takes token_to_id as its ranks).
         #: {id: token bytes}, special tokens included
-        self.id_to_token = MappingProxyType(id_to_token)
+        self.id_to_token = ReadOnlyDict(id_to_token)
         #: {token bytes: id}; a byte string listed twice has its lowest id
-        self.token_to_id = MappingProxyType(token_to_id)
+        self.token_to_id = ReadOnlyDict(token_to_id)
         self.specials = SpecialTokens(ids, ids)
         if isinstance(merges, MergeParts):  # as a file gave them
             self._merge_parts, self._merges = merges, None
@@ -273,11 +273,15 @@ class Tokenizer:
         by the regex module, only a special token makes an edge: in a stream that holds none,
         the text is held until the end)."""
         encoder = self._encoder_for(allowed_special)  # a bad argument fails here, not at next()
-        if isinstance(iterable, (bytes, bytearray)):
+        try:
+            if isinstance(iterable, (bytes, bytearray)):  # iterable, of ints
+                raise TypeError
+            chunks = iter(iterable)
+        except TypeError:
             raise TypeError(f"encode_iterable takes an iterable of str, not "
-                            f"{type(iterable).__name__}")
+                            f"{type(iterable).__name__}") from None
         edges = Edges(encoder.specials.encoded, self.pretokenizer.edges, str)
-        return _encoded_stream(encoder, cut_stream(iterable, edges, "encode_iterable's iterable"))
+        return _encoded_stream(encoder, cut_stream(chunks, edges, "encode_iterable's iterable"))
 
     def encode_file(self, inputs, output_path, *, num_workers: int | None = None,
                     progress: bool = False, allowed_special: AllowedSpecial = "all",
@@ -309,8 +313,8 @@ class Tokenizer:
         except TypeError:  # None, a number: not a collection of tokens
             raise TypeError(f'allowed_special must be "all" or a set of special tokens, not '
                             f"{allowed_special!r}") from None
-        if set(map(type, allowed)) - {str}:
-            wrong = next(t for t in allowed if not isinstance(t, str))
+        wrong = next((t for t in allowed if not isinstance(t, str)), None)
+        if wrong is not None:  # (numpy's str_ is a str)
             raise TypeError(f"allowed_special holds {wrong!r}, not a str: a set of special "
                             "tokens' texts")
         unknown = allowed.difference(self.special_tokens)
@@ -322,7 +326,7 @@ class Tokenizer:
         encoder = self._subset_encoders.get(allowed)
         if encoder is None:
             kept = [s for s in self.special_tokens if s in allowed]
-            ids = {s: self.special_ids[s] for s in kept}
+            ids = {s: self.specials.ids[s] for s in kept}
             encoder = self._encoder.with_specials(SpecialTokens(kept, ids))
             if len(self._subset_encoders) >= _SUBSETS_KEPT:
                 self._subset_encoders.clear()
@@ -338,6 +342,23 @@ class Tokenizer:
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The tokens' bytes, concatenated."""
         return bytes(self._decoder.decode_bytes(ids))
+
+
+class ReadOnlyDict(dict):
+    """A dict that refuses changes (Tokenizer.id_to_token and token_to_id); dict(...) makes a
+    copy to change. It pickles and copies as a plain dict."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("the tokenizer's tables are read-only (its encoder and decoder were made "
+                        "from them): change a copy, dict(table), and make a new Tokenizer")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self):
+        return dict, (dict(self),)
+
+    def copy(self) -> dict:
+        return dict(self)
 
 
 def _check_cache_bytes(n) -> int:

@@ -345,6 +345,23 @@ def test_an_existing_output_keeps_its_permissions_and_a_read_only_one_is_refused
         os.umask(old)
     for p in paths + [str(ids)]:
         assert os.stat(p).st_mode & 0o777 == 0o600, p
+    # Set-user-ID is not carried over (a write through open() clears it), and a file system
+    # that refuses permissions (vfat, SMB) still takes the file, with the umask's.
+    os.chmod(ids, 0o4755)
+    Tokenizer(*trained, [EOT]).encode_file(bpe_cffi.sample_path(), ids, num_workers=1)
+    assert os.stat(ids).st_mode & 0o7777 == 0o755
+
+    def refused(fd, mode):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "fchmod", refused)
+        old = os.umask(0o022)
+        try:
+            bpe_cffi.save(*trained, tok_dir, [EOT])
+        finally:
+            os.umask(old)
+    assert os.stat(paths[0]).st_mode & 0o777 == 0o644
     # Root may write anything: the refusal is made as the file system makes it for a user.
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if os.fspath(p) == str(ids)
@@ -492,6 +509,10 @@ def test_save_counts_refuses_arrays_load_counts_would_refuse(tmp_path):
         assert not path.exists()
     bpe_cffi.save_counts((b"abcd", np.array([0, 2, 4]), np.array([1, 3])), path)
     assert bpe_cffi.load_counts(path) == {b"ab": 1, b"cd": 3}
+    bpe_cffi.save_counts((np.frombuffer(b"abcd", np.uint8), [0, 2, 4], [1, 3]), path)
+    assert bpe_cffi.load_counts(path) == {b"ab": 1, b"cd": 3}
+    bpe_cffi.save_counts((b"", [0], []), path)  # none: the empty list is no float array
+    assert bpe_cffi.load_counts(path) == {}
 
 
 # ---- many files to one array ---------------------------------------------------------------

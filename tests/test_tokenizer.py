@@ -1083,6 +1083,12 @@ def test_tables_handed_out_do_not_change_the_tokenizer(tok, tmp_path):
         tok.id_to_token[ids[0]] = b"HELLO"
     with pytest.raises(TypeError):
         tok.token_to_id[b"HELLO"] = ids[0]
+    with pytest.raises(TypeError):
+        tok.id_to_token.update({ids[0]: b"HELLO"})
+    # Still dicts, for what takes only dicts (tiktoken's ranks), pickled and copied as such.
+    import pickle
+    assert isinstance(tok.token_to_id, dict) and type(pickle.loads(pickle.dumps(
+        tok.id_to_token))) is dict and type(tok.token_to_id.copy()) is dict
     assert tok.decode(ids) == "hello world" and tok.decode(ids * 64) == "hello world" * 64
     same = Tokenizer(tok.id_to_token, tok.merges, tok.special_tokens)  # the views are taken
     assert same.encode("hello world" + EOT) == tok.encode("hello world" + EOT)
@@ -1121,6 +1127,9 @@ def test_argument_types_are_named(tok):
         tok.encode("x", allowed_special={1})
     with pytest.raises(TypeError, match="allowed_special"):
         tok.encode_iterable(["x"], allowed_special=None)  # only at the first next()
+    with pytest.raises(TypeError, match="encode_iterable takes an iterable of str, not NoneType"):
+        tok.encode_iterable(None)
+    assert tok.encode("x" + EOT, allowed_special={np.str_(EOT)}) == tok.encode("x" + EOT)
     with pytest.raises(TypeError, match="encode_batch takes an iterable of str, not bytes"):
         tok.encode_batch(b"hello")  # "takes str, not int"
     with pytest.raises(TypeError, match="encode_iterable takes an iterable of str, not bytes"):
@@ -1147,3 +1156,10 @@ def test_a_long_text_split_by_the_regex_is_encoded_in_bounded_memory(trained, ti
     with pytest.raises(UnicodeEncodeError) as e:  # where in the text, as for a short one
         tok.encode(text[:900_000] + "\ud800" + text[900_000:])
     assert e.value.start == 900_000
+    # A byte without a token: the error names every such byte of the text, not of a batch.
+    vocab = {i: t for i, t in trained[0].items() if t not in (b"!", b"?")}
+    merges = [m for m in trained[1] if b"!" not in m[0] + m[1] and b"?" not in m[0] + m[1]]
+    vocab = {i: t for i, t in vocab.items() if i < 256 or any(a + b == t for a, b in merges)}
+    lacking = Tokenizer(vocab, merges, [EOT], pattern=REGEX_GPT2)
+    with pytest.raises(ValueError, match="0x21, 0x3f which have no token"):
+        lacking.encode("!" + text.replace("!", "").replace("?", "") + "?")
