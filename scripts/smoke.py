@@ -53,4 +53,12 @@ for cache_bytes in (64 << 20, 300_000, 0):
         words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
                          for _ in range(40_000))
         assert tok.decode(tok.encode(words)) == words
+# Safe edges in C (csrc/edges.c), every family, up to the end of the bytes and from its start.
+from bpe_cffi.chunking import Edges  # noqa: E402
+from bpe_cffi.patterns import pretokenizer  # noqa: E402
+odd = "a \n/\r\nb\u3000 c\u2028\t字 \u00a0d\n\u0085".encode()
+for family in ("gpt2", "cl100k", "o200k"):
+    edges = Edges([b"<|endoftext|>"], pretokenizer(family).edges)
+    for lo in range(len(odd) + 1):
+        assert edges.safe_in(odd, lo, len(odd)) >= -1
 print("smoke ok", len(merges), len(ids))
