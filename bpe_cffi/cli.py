@@ -255,8 +255,7 @@ def cmd_info(args) -> None:
     print(f"tokenizer in {args.directory}")
     ids = f" (ids 0-{tok.vocab_size - 1})" if tok.vocab_size else ""  # none in an empty rank file
     print(f"  vocabulary: {len(tok):,} tokens{ids}, {len(tok.merges):,} merges")
-    ids = tok.special_ids  # (a copy)
-    specials = ", ".join(f"{s} = {ids[s]}" for s in tok.special_tokens)
+    specials = ", ".join(f"{s} = {tok.special_ids[s]}" for s in tok.special_tokens)
     print(f"  special tokens: {specials or 'none'}")
     name = tok.pretokenizer.name
     print(f"  pattern: {name} (C scanner)" if name != "regex"

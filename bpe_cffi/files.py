@@ -927,11 +927,11 @@ def save_counts(counts, path) -> None:
         try:
             blob, offsets, values = counts
             blob = bytes(memoryview(blob))  # bytes, or a uint8 array
+            offsets, values = (np.asarray(a) if len(a) else np.zeros(0, np.int64)
+                               for a in (offsets, values))  # [] is no float array here
         except (TypeError, ValueError):
             raise TypeError("counts must be a mapping of bytes to int, or count_words_arrays' "
                             f"(bytes, offsets, counts), not {type(counts).__name__}") from None
-        offsets, values = (np.asarray(a) if len(a) else np.zeros(0, np.int64)
-                           for a in (offsets, values))
         problem = _count_arrays_problem(blob, offsets, values)
         if problem or _listed_twice(blob, offsets, values):
             raise ValueError(f"counts: {problem or 'a word is listed twice'}")
@@ -966,8 +966,8 @@ def load_counts(path) -> dict[bytes, int]:
 
 
 def _count_arrays_problem(blob: bytes, offsets, values) -> str | None:
-    """What is wrong with word-count arrays (words blob[offsets[i]:offsets[i + 1]], each
-    listed once, counted values[i] >= 0 times, in 64 bits), or None."""
+    """What is wrong with word-count arrays (words blob[offsets[i]:offsets[i + 1]], counted
+    values[i] >= 0 times, in 64 bits), or None; a word listed twice is told apart."""
     import numpy as np
     if (offsets.ndim != 1 or values.ndim != 1 or offsets.dtype.kind not in "iu"
             or values.dtype.kind not in "iu" or len(offsets) != len(values) + 1):

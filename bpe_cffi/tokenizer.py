@@ -63,12 +63,14 @@ class Tokenizer:
         #: {token bytes: id}; a byte string listed twice has its lowest id
         self.token_to_id = ReadOnlyDict(token_to_id)
         self.specials = SpecialTokens(ids, ids)
+        self._special_tokens = ReadOnlyList(self.specials.tokens)
+        self._special_ids = ReadOnlyDict(self.specials.ids)
         if isinstance(merges, MergeParts):  # as a file gave them
             self._merge_parts, self._merges = merges, None
         else:
             pairs = list(merges)
             self._merge_parts = MergeParts.of(pairs)  # checks that each is a pair of bytes
-            self._merges = [tuple(m) for m in pairs]
+            self._merges = ReadOnlyList(tuple(m) for m in pairs)
         self.vocab_size = max(self.id_to_token, default=-1) + 1
         #: the pre-tokenizer: .name is the family whose C scanner runs, or "regex"
         self.pretokenizer = pretokenizer(pattern)
@@ -85,10 +87,10 @@ class Tokenizer:
 
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
-        """The merges, by rank: (left token, right token); a copy."""
+        """The merges, by rank: (left token, right token); read-only, as the tables are."""
         if self._merges is None:  # loaded from a file: made when first asked for
-            self._merges = self._merge_parts.pairs()
-        return list(self._merges)
+            self._merges = ReadOnlyList(self._merge_parts.pairs())
+        return self._merges
 
     @property
     def ignore_merges(self) -> bool:
@@ -102,13 +104,13 @@ class Tokenizer:
 
     @property
     def special_tokens(self) -> list[str]:
-        """The special tokens, in the order given; a copy."""
-        return list(self.specials.tokens)
+        """The special tokens, in the order given; read-only."""
+        return self._special_tokens
 
     @property
     def special_ids(self) -> dict[str, int]:
-        """{special token: its id}; a copy."""
-        return dict(self.specials.ids)
+        """{special token: its id}; read-only."""
+        return self._special_ids
 
     @property
     def num_threads(self) -> int:
@@ -326,7 +328,7 @@ class Tokenizer:
         encoder = self._subset_encoders.get(allowed)
         if encoder is None:
             kept = [s for s in self.special_tokens if s in allowed]
-            ids = {s: self.specials.ids[s] for s in kept}
+            ids = {s: self.special_ids[s] for s in kept}
             encoder = self._encoder.with_specials(SpecialTokens(kept, ids))
             if len(self._subset_encoders) >= _SUBSETS_KEPT:
                 self._subset_encoders.clear()
@@ -344,14 +346,15 @@ class Tokenizer:
         return bytes(self._decoder.decode_bytes(ids))
 
 
+def _refuse(self, *args, **kwargs):
+    raise TypeError("the tokenizer's tables are read-only (its encoder and decoder were made "
+                    "from them): change a copy, dict(table) or list(table), and make a new "
+                    "Tokenizer")
+
+
 class ReadOnlyDict(dict):
-    """A dict that refuses changes (Tokenizer.id_to_token and token_to_id); dict(...) makes a
-    copy to change. It pickles and copies as a plain dict."""
-
-    def _refuse(self, *args, **kwargs):
-        raise TypeError("the tokenizer's tables are read-only (its encoder and decoder were made "
-                        "from them): change a copy, dict(table), and make a new Tokenizer")
-
+    """A dict that refuses changes (Tokenizer.id_to_token, token_to_id, special_ids); dict(...)
+    makes a copy to change. It pickles and copies as a plain dict."""
     __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
 
     def __reduce__(self):
@@ -359,6 +362,19 @@ class ReadOnlyDict(dict):
 
     def copy(self) -> dict:
         return dict(self)
+
+
+class ReadOnlyList(list):
+    """A list that refuses changes (Tokenizer.merges, special_tokens); list(...) makes a copy
+    to change. It pickles and copies as a plain list."""
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+    def copy(self) -> list:
+        return list(self)
 
 
 def _check_cache_bytes(n) -> int:

@@ -1074,9 +1074,11 @@ def test_tables_handed_out_do_not_change_the_tokenizer(tok, tmp_path):
     # short lists and not of long ones (their C table was made before).
     ids = tok.encode("hello world")
     tok.decode(ids * 64)
-    tok.special_tokens.append("<|pad|>")
-    tok.special_ids["<|pad|>"] = 1
-    tok.merges.append((b"a", b"b"))
+    for change in (lambda: tok.special_tokens.append("<|pad|>"),
+                   lambda: tok.special_ids.update({"<|pad|>": 1}),
+                   lambda: tok.merges.append((b"a", b"b")), lambda: tok.merges.sort()):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
     assert tok.special_tokens == [EOT] and list(tok.special_ids) == [EOT]
     assert len(tok.merges) == len(tok.id_to_token) - 257  # 256 bytes, the merges, EOT
     with pytest.raises(TypeError):
@@ -1089,6 +1091,7 @@ def test_tables_handed_out_do_not_change_the_tokenizer(tok, tmp_path):
     import pickle
     assert isinstance(tok.token_to_id, dict) and type(pickle.loads(pickle.dumps(
         tok.id_to_token))) is dict and type(tok.token_to_id.copy()) is dict
+    assert type(pickle.loads(pickle.dumps(tok.merges))) is list and tok.merges is tok.merges
     assert tok.decode(ids) == "hello world" and tok.decode(ids * 64) == "hello world" * 64
     same = Tokenizer(tok.id_to_token, tok.merges, tok.special_tokens)  # the views are taken
     assert same.encode("hello world" + EOT) == tok.encode("hello world" + EOT)
