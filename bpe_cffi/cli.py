@@ -17,8 +17,8 @@ import numpy as np
 
 from . import __version__
 from .counting import MAX_WORKERS, count_words_arrays
-from .files import (FILES, check_name_lengths, check_output_file, check_regular_file,
-                    check_specials_saveable, save)
+from .files import (FILES, check_name_lengths, check_regular_file, check_specials_saveable,
+                    output_target, save)
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -136,7 +136,7 @@ def _check_out_directory(out: str) -> None:
     check_name_lengths(out, existing)  # save would make the directories above a long name
     if existing == os.path.abspath(out):  # its files too: a directory at vocab.json, a FIFO
         for name in FILES:
-            check_output_file(os.path.join(out, name))
+            output_target(os.path.join(out, name))
 
 
 def _note_if_regex(pattern: str) -> None:

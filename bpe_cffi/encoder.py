@@ -240,12 +240,7 @@ class Encoder:
         then_id: list[int] = []  # a special's id after an empty token, else -1
 
         def flush() -> None:
-            try:
-                blob, offsets = utf8_offsets(tokens)
-            except UnicodeEncodeError as e:
-                raise text_error([text], e) from None
-            pieces = (offsets[:-1], offsets[1:], np.array(then_id, np.int32))
-            ids = self._call(blob, pieces)[0]
+            ids = self._call_pre_tokens(tokens, then_id, [text])[0]
             if self._missing_bytes and len(ids) and ids.min() < 0:
                 self._checked(np.full(1, -1, np.int32), text)  # names the whole text's bytes
             parts.append(ids)
@@ -285,13 +280,20 @@ class Encoder:
             tokens.append("")
             then_id.append(-1)
             last_piece.append(len(tokens) - 1)
+        ids, piece_ends, blob, pieces = self._call_pre_tokens(tokens, then_id, texts, True)
+        return self._checked(ids, blob, pieces), piece_ends[np.array(last_piece, np.int64)]
+
+    def _call_pre_tokens(self, tokens: list[str], then_id: list[int], texts: list[str],
+                         want_ends: bool = False):
+        """bpe_encode of pre-tokens, each a piece followed by then_id's special (-1: none):
+        (ids, piece ends if asked for, the UTF-8, the pieces). A lone surrogate raises the
+        error of the first of texts that holds one."""
         try:
             blob, offsets = utf8_offsets(tokens)
         except UnicodeEncodeError as e:
             raise text_error(texts, e) from None
         pieces = (offsets[:-1], offsets[1:], np.array(then_id, np.int32))
-        ids, piece_ends = self._call(blob, pieces, want_ends=True)
-        return self._checked(ids, blob, pieces), piece_ends[np.array(last_piece, np.int64)]
+        return (*self._call(blob, pieces, want_ends), blob, pieces)
 
     # ---- the C call ----
 

@@ -160,7 +160,7 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
     through, as open() would: its target is replaced, not the link. A path that exists and is
     no regular file (a device, a FIFO: renaming over it would replace the node itself) is
     refused, as is one ending in a separator."""
-    targets = [_output_target(p) for p in paths]
+    targets = [output_target(p) for p in paths]
     temps: list[tuple[str, object]] = []  # (temporary path, its open file)
     try:
         for target in targets:
@@ -180,8 +180,9 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
         raise
 
 
-def _output_target(path: str) -> str:
-    """The file an output path names (a symbolic link's target), checked before any work."""
+def output_target(path: str) -> str:
+    """The file an output path names (a symbolic link's target), checked before any work: what
+    atomic_writes would refuse is refused here (see there)."""
     if not path:  # abspath would make it the working directory, written in its parent
         raise ValueError("the output path is empty")
     if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
@@ -226,11 +227,6 @@ def check_name_lengths(path: str, existing: str) -> None:
             raise OSError(errno.ENAMETOOLONG, f"cannot write {path!r}: the name "
                           f"{name[:20]!r}... is longer than the {longest} bytes its file "
                           "system allows")
-
-
-def check_output_file(path: str) -> None:
-    """Refuses, before any work, an output path that atomic_writes would refuse (see there)."""
-    _output_target(path)
 
 
 def _beside(path: str, what: str) -> str:
