@@ -15,8 +15,9 @@ anchor's time over ours (above 1: we are faster).
 
 usage: python benchmarks/encode_anchors.py CORPUS TOKENIZER_DIR [--rounds 5]
 (TOKENIZER_DIR written by bpe_cffi's save or CLI, with <|endoftext|>; its pattern picks the
-family. gigatoken's rows run for the forms it knows (gpt2, cl100k_tiktoken, qwen2 and o200k)
-and are left out for the others. Hugging Face tokenizers reads the directory's tokenizer.json.)
+family. gigatoken's rows run for the families it knows (gpt2, cl100k in each form, qwen2 and
+o200k) and are left out for nanochat. Hugging Face tokenizers reads the directory's
+tokenizer.json.)
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ import numpy as np
 import bpe_cffi
 from encode_common import EOT, fresh
 
-GIGATOKEN_NAMES = {"gpt2": "gpt2", "cl100k_tiktoken": "gpt4", "qwen2": "qwen2",
-                   "o200k": "o200k"}
+GIGATOKEN_NAMES = {"gpt2": "gpt2", "cl100k": "gpt4", "cl100k_tiktoken": "gpt4",
+                   "qwen2": "qwen2", "o200k": "o200k"}
 
 
 def anchors(tokdir: str, tok: bpe_cffi.Tokenizer):
