@@ -62,9 +62,9 @@ class Tokenizer:
         self.id_to_token = ReadOnlyDict(id_to_token)
         #: {token bytes: id}; a byte string listed twice has its lowest id
         self.token_to_id = ReadOnlyDict(token_to_id)
-        self.specials = SpecialTokens(ids, ids)
-        self._special_tokens = ReadOnlyList(self.specials.tokens)
-        self._special_ids = ReadOnlyDict(self.specials.ids)
+        specials = SpecialTokens(ids, ids)  # the encoder's own, not a public attribute
+        self._special_tokens = ReadOnlyList(specials.tokens)
+        self._special_ids = ReadOnlyDict(specials.ids)
         if isinstance(merges, MergeParts):  # as a file gave them
             self._merge_parts, self._merges = merges, None
         else:
@@ -76,7 +76,7 @@ class Tokenizer:
         self.pretokenizer = pretokenizer(pattern)
         self.dtype = np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
         self._encoder = Encoder(self.token_to_id, self._merge_parts, self.vocab_size,
-                                self.pretokenizer, self.specials,
+                                self.pretokenizer, specials,
                                 resolve_workers(num_threads, "num_threads"),
                                 _check_cache_bytes(cache_bytes), ignore_merges)
         self._decoder = Decoder(self.id_to_token, self.vocab_size)
