@@ -42,6 +42,32 @@ def unique_specials(special_tokens: Iterable[str] | None) -> list[str]:
     return list(out)
 
 
+def place_specials(special_tokens: Mapping[str, int], id_to_token: dict[int, bytes],
+                   token_to_id: dict[bytes, int]) -> None:
+    """Special tokens given with their ids, as tiktoken gives them ({special: id}): each
+    special's bytes put at its id in both maps, so that add_special_ids then keeps that id
+    (OpenAI's encodings leave gaps before some specials: cl100k_base's <|endoftext|> is
+    100257, after ranks that end at 100255). A ValueError when an id holds another token, or
+    the special's bytes are a token at another id (one byte string has one id here)."""
+    for s, i in special_tokens.items():
+        b = unique_specials([s])[0].encode("utf-8")  # the checks of a listed special
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"the id of the special token {s!r} must be an int, not "
+                            f"{type(i).__name__}")
+        if not 0 <= i < 2**31:
+            raise ValueError(f"the id of the special token {s!r} must be in [0, 2**31), "
+                             f"not {i}")
+        held, at = id_to_token.get(i, b), token_to_id.get(b, i)
+        if held != b:
+            raise ValueError(f"the special token {s!r} cannot have id {i}: that is the id of "
+                             f"the token {held!r}")
+        if at != i:
+            raise ValueError(f"the special token {s!r} cannot have id {i}: its bytes are the "
+                             f"token of id {at}")
+        id_to_token[i] = b
+        token_to_id[b] = i
+
+
 def special_only_ids(ids: Iterable[int], special_ids: Sequence[int],
                      ordinary: Callable[[int], bool]) -> set[int]:
     """The ids of the special tokens that are only that, which tokenizer files keep out of the

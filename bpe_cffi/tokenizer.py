@@ -5,7 +5,7 @@ import contextlib
 import errno
 import gc
 import os
-from typing import AbstractSet, Iterable, Iterator, Sequence, Union
+from typing import AbstractSet, Iterable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from .encoder import Encoder
 from .files import (MergeNotInVocabulary, MergeParts, check_vocab, load_gpt2, load_hf,
                     load_tiktoken, merges_from_ranks, merges_txt_line, save)
 from .patterns import GPT2_PATTERN, pretokenizer
-from .specials import SpecialTokens, add_special_ids, unique_specials
+from .specials import SpecialTokens, add_special_ids, place_specials, unique_specials
 
 _SUBSETS_KEPT = 8  # encoders kept for allowed_special sets other than "all"
 # The cache of encoded units (csrc/unit_cache.h): enough for every distinct unit of realmix
@@ -31,12 +31,14 @@ class Tokenizer:
     """Byte-level BPE tokenizer: `encode` gives the same ids as tiktoken with the same ranks."""
 
     def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                 special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN,
+                 special_tokens: Iterable[str] | Mapping[str, int] | None = None,
+                 pattern: str = GPT2_PATTERN,
                  num_threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
                  ignore_merges: bool = False):
         """vocab: {id: token bytes}; merges: [(bytes, bytes)] by rank; special_tokens: strs
         that encode to their own id (a new id after the vocabulary's when their bytes are no
-        token); pattern: the pre-tokenization regex, or a family's name (bpe_cffi.PATTERNS).
+        token), or {str: id} as tiktoken gives them (each special then has that id, its
+        bytes that id's token); pattern: the pre-tokenization regex, or a family's name (bpe_cffi.PATTERNS).
         num_threads: a long text (over 2 MB) is cut at safe edges and its parts encoded at
         once on this many threads (None: one per core). The ids never depend on it.
         cache_bytes: the most memory kept for the ids of units (a word with the space before
@@ -54,6 +56,8 @@ class Tokenizer:
         id_to_token, token_to_id = dict(vocab), {}
         for i in sorted(vocab):  # a byte string listed twice maps to its lowest id
             token_to_id.setdefault(vocab[i], i)
+        if isinstance(special_tokens, Mapping):
+            place_specials(special_tokens, id_to_token, token_to_id)
         ids = add_special_ids(unique_specials(special_tokens), id_to_token, token_to_id)
         # Read-only: the encoder and decoder are built from these tables, so a change to them
         # would reach some calls and not others. Still dicts, for what takes only dicts
@@ -137,7 +141,7 @@ class Tokenizer:
 
     @classmethod
     def from_files(cls, vocab_filepath, merges_filepath,
-                   special_tokens: Iterable[str] | None = None,
+                   special_tokens: Iterable[str] | Mapping[str, int] | None = None,
                    pattern: str = GPT2_PATTERN, **options) -> "Tokenizer":
         """Loads GPT-2 style vocab.json + merges.txt. options: num_threads, cache_bytes (as
         for the constructor)."""
@@ -150,14 +154,16 @@ class Tokenizer:
 
     @classmethod
     def load(cls, directory, *, pattern: str | None = None,
-             special_tokens: Iterable[str] | None = None, num_threads: int | None = None,
+             special_tokens: Iterable[str] | Mapping[str, int] | None = None,
+             num_threads: int | None = None,
              cache_bytes: int = DEFAULT_CACHE_BYTES) -> "Tokenizer":
         """Loads a directory written by bpe_cffi.save (or by the CLI): tokenizer.json when
         present (it holds the specials and the pattern), else vocab.json + merges.txt, else
         tokenizer.tiktoken. pattern, special_tokens: for the last two, which hold neither
         (default: GPT-2's pattern and none; a tiktoken file of OpenAI's wants its encoding's
-        pattern and specials, as `pattern="cl100k_tiktoken"`); with a tokenizer.json, giving
-        them is an error. num_threads, cache_bytes: as for the constructor."""
+        pattern and specials with their ids, as `pattern="cl100k_tiktoken",
+        special_tokens={"<|endoftext|>": 100257}`, or tiktoken's own `enc._pat_str` and
+        `enc._special_tokens`); with a tokenizer.json, giving them is an error. num_threads, cache_bytes: as for the constructor."""
         d = os.fsdecode(os.fspath(directory))  # a bytes path too
         if os.path.exists(d) and not os.path.isdir(d):
             raise NotADirectoryError(f"{d!r} is a file, not a tokenizer directory (written by "
@@ -172,7 +178,7 @@ class Tokenizer:
                              {"num_threads": num_threads, "cache_bytes": cache_bytes})
 
     @classmethod
-    def _load(cls, d: str, pattern: str | None, special_tokens: list[str] | None,
+    def _load(cls, d: str, pattern: str | None, special_tokens: list[str] | dict | None,
               options: dict) -> "Tokenizer":
         # lexists: a broken link to tokenizer.json is an error, not a reason to read the
         # vocab.json beside it (which holds neither the specials nor the pattern).
@@ -402,11 +408,14 @@ def _collector_paused():
 def _checked_arguments(pattern: str | None, special_tokens, num_threads=None,
                        cache_bytes=DEFAULT_CACHE_BYTES, **others) -> list[str] | None:
     """A loader's own arguments checked (the constructor checks any others): the special
-    tokens as a list, or None."""
+    tokens as a list, or as a dict when given with their ids, or None."""
     resolve_workers(num_threads, "num_threads")
     _check_cache_bytes(cache_bytes)
     if pattern is not None:
         pretokenizer(pattern)
+    if isinstance(special_tokens, Mapping):  # their ids are checked with the vocabulary
+        unique_specials(list(special_tokens))
+        return dict(special_tokens)
     return None if special_tokens is None else unique_specials(special_tokens)
 
 

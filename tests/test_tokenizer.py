@@ -604,6 +604,45 @@ def test_vocab_type_errors():
         Tokenizer([b"a"], [])
 
 
+def test_special_tokens_with_their_ids_as_tiktoken_gives_them(tmp_path):
+    # OpenAI's encodings leave gaps before some specials (cl100k_base: ranks end at 100255,
+    # <|endoftext|> is 100257): a rank file loaded with tiktoken's {special: id} keeps them.
+    import base64
+    import tiktoken
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}
+    with open(tmp_path / "tokenizer.tiktoken", "wb") as f:
+        f.writelines(base64.b64encode(b) + b" %d\n" % i for i, b in vocab.items())
+    specials = {EOT: 259, "<|fim|>": 270}
+    pattern = bpe_cffi.PATTERNS["cl100k_tiktoken"]
+    tt = tiktoken.Encoding("gaps", pat_str=pattern, special_tokens=specials,
+                           mergeable_ranks={b: i for i, b in vocab.items()})
+    text = f"abc{EOT}ab x<|fim|>abcabc {EOT}"
+    tok = Tokenizer.load(tmp_path, pattern="cl100k_tiktoken", special_tokens=specials)
+    assert tok.encode(text) == tt.encode(text, allowed_special="all")
+    assert tok.special_ids == specials and tok.decode(tok.encode(text)) == text
+    out = tmp_path / "saved"
+    tok.save(out)
+    assert Tokenizer.load(out).encode(text) == tt.encode(text, allowed_special="all")
+    hf = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
+    assert hf.encode(text).ids == tt.encode(text, allowed_special="all")
+
+
+def test_special_tokens_with_ids_that_clash_are_refused():
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    merges = [(b"a", b"b")]
+    with pytest.raises(ValueError, match="cannot have id 256: that is the id of the token"):
+        Tokenizer(vocab, merges, {EOT: 256})
+    with pytest.raises(ValueError, match="its bytes are the token of id 256"):
+        Tokenizer(vocab, merges, {"ab": 300})
+    with pytest.raises(ValueError, match="cannot have id 300"):
+        Tokenizer(vocab, merges, {"<a>": 300, "<b>": 300})
+    with pytest.raises(TypeError, match="must be an int"):
+        Tokenizer(vocab, merges, {EOT: 300.0})
+    with pytest.raises(ValueError, match=re.escape("must be in [0, 2**31)")):
+        Tokenizer(vocab, merges, {EOT: 2**31})
+    assert Tokenizer(vocab, merges, {"ab": 256}).special_ids == {"ab": 256}
+
+
 def test_overlapping_pair_merges_leftmost_first():
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"aa", 257: b"  "}
     tok = Tokenizer(vocab, [(b"a", b"a"), (b" ", b" ")])
