@@ -631,14 +631,6 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
                                  "not a non-empty str")
             token = content.encode("utf-8")  # a lone surrogate: UnicodeEncodeError
             i = model_vocab.get(content, t["id"])  # tokenizers gives it the model's id
-            if i not in vocab:  # a new id: tokenizers numbers it itself
-                want = top + 1 if top is not None and (top >= n_model or n_model == 0) \
-                    else n_model
-                if i != want:
-                    raise ValueError(f"{path}: added token {content!r} has id {i}, but "
-                                     f"tokenizers numbers it {want}: the next id after the "
-                                     "model's vocabulary and the added tokens listed before it")
-            top = i if top is None else max(top, i)
             if i != t["id"] and vocab[i] != token:
                 raise ValueError(f"{path}: added token {content!r} has id {t['id']}, but the "
                                  f"model's vocabulary spells the token {vocab[i]!r} so, whose "
@@ -646,6 +638,15 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
             if vocab.get(i, token) != token:  # the model's own entry may repeat it
                 raise ValueError(f"{path}: added token {content!r} has id {i}, the id of the "
                                  f"token {vocab[i]!r}")
+            if content not in model_vocab:  # a new id: tokenizers numbers it itself, even
+                # where the file gives it the id of a model token of the same bytes
+                want = top + 1 if top is not None and (top >= n_model or n_model == 0) \
+                    else n_model
+                if i != want:
+                    raise ValueError(f"{path}: added token {content!r} has id {i}, but "
+                                     f"tokenizers numbers it {want}: the next id after the "
+                                     "model's vocabulary and the added tokens listed before it")
+            top = i if top is None else max(top, i)
             spelled = token_to_str(token)  # its bytes, as the model's vocabulary writes them
             twin = model_vocab.get(spelled, i)
             if twin != i and vocab.get(twin) == token:
@@ -835,7 +836,9 @@ def check_specials_saveable(special_tokens: Iterable[str]) -> None:
     that GPT-2's byte characters use for a byte other than its own UTF-8 (such as "é", the
     byte 0xE9). tokenizer.json writes a special token as its text and that byte token as the
     same character, so tokenizers would give both one id. bpe-cffi train checks this before
-    training; a special that spells a merge token is found by the save alone."""
+    training; a special that spells a merge token is found by the save alone. Nor one byte
+    that GPT-2's characters write otherwise (such as "\n", written "Ċ"): see
+    _refuse_respelled_ordinary."""
     for s in unique_specials(special_tokens):
         byte = CHAR_TO_BYTE.get(s)
         if byte is not None and s.encode("utf-8") != bytes([byte]):
@@ -843,6 +846,22 @@ def check_specials_saveable(special_tokens: Iterable[str]) -> None:
                              f"a special token as its text, and {s!r} is how it writes the "
                              f"byte {byte:#04x}, a token of every vocabulary (tokenizers would "
                              "give both one id)")
+        if len(s.encode("utf-8")) == 1:
+            _refuse_respelled_ordinary({s.encode("utf-8")})
+
+
+def _refuse_respelled_ordinary(ordinary: set[bytes]) -> None:
+    """Refuses a special token that is also an ordinary token (a byte, a merge's part or
+    result) whose text GPT-2's byte characters write otherwise (such as "\n", the token "Ċ"):
+    tokenizer.json lists the special as an added token with its text, which is then no key of
+    the model's vocabulary, and tokenizers gives such an added token an id of its own after
+    the model's, not the token's id that bpe_cffi gives it."""
+    for t in sorted(ordinary):
+        if token_to_str(t) != t.decode("utf-8"):
+            raise ValueError(f"the special token {t.decode('utf-8')!r} cannot be saved: its "
+                             "bytes are an ordinary token, which tokenizer.json writes "
+                             f"{token_to_str(t)!r}, and tokenizers would give the special "
+                             "token an id of its own")
 
 
 def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = (),
@@ -883,6 +902,7 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     ordinary = {t for t in special_bytes if len(t) == 1} | _in_merges(merges, special_bytes)
     only = only_special(lowest, specials, ordinary)
     as_text = special_bytes - only - ordinary  # written as their text in tokenizer.json
+    _refuse_respelled_ordinary(ordinary)
     for text, spelled in _respelled((t.decode("utf-8") for t in as_text), merges).items():
         raise ValueError(f"the special token {text!r} would be written in tokenizer.json as "
                          f"its text, which spells the token {spelled!r} in GPT-2's byte "

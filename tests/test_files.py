@@ -1260,16 +1260,40 @@ def test_an_added_token_listed_twice_takes_the_models_id(tmp_path):
     assert ours.encode("a<s>") == hf.encode("a<s>").ids == [98, 0]
 
 
-def test_specials_left_out_of_the_model_are_listed_first_for_tokenizers(tmp_path):
-    # tokenizers numbers the added tokens missing from its model in the order listed: " a",
-    # a merge's result written otherwise there, took 257 and moved "<s>" to 258.
+def test_a_special_that_is_an_ordinary_token_written_otherwise_is_refused(tmp_path):
+    # " a" is a merge's result, which tokenizer.json writes "Ġa": the added token " a" was then
+    # no key of the model's vocabulary, and tokenizers gave it an id of its own (258, after
+    # "<s>"), where bpe_cffi gives it the token's id, 256. So was "\n", the byte written "Ċ".
     import tokenizers
     vocab = {i: bytes([i]) for i in range(256)}
     vocab[256] = b" a"
-    tok = Tokenizer(vocab, [(b" ", b"a")], [" a", "<s>"])
-    tok.save(tmp_path)
+    for specials, text in (([" a", "<s>"], " a"), (["<s>", "\n"], "\n")):
+        tok = Tokenizer(vocab, [(b" ", b"a")], specials)
+        with pytest.raises(ValueError, match=f"{re.escape(repr(text))} cannot be saved"):
+            tok.save(tmp_path / "out")
+        assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="cannot be saved"):
+        files.check_specials_saveable(["<s>", "\t"])  # bpe-cffi train, before it trains
+    tok = Tokenizer(vocab, [(b" ", b"a")], ["<s>", "<"])  # "<" is written "<": a key
+    tok.save(tmp_path / "out")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "out" / "tokenizer.json"))
+    assert tok.encode("x<s> a<") == hf.encode("x<s> a<").ids == [120, 257, 256, 60]
+
+
+def test_an_added_token_numbered_by_tokenizers_not_by_the_file_is_refused(saved, tmp_path):
+    # The file gives "\n" the id of the byte token "Ċ"; its text is no key of the model's
+    # vocabulary, so tokenizers numbers it after the model's (it was loaded with id 10).
+    import tokenizers
+    doc = json.loads((saved / "tokenizer.json").read_text(encoding="utf-8"))
+    doc["added_tokens"].append({"id": 10, "content": "\n", "single_word": False,
+                                "lstrip": False, "rstrip": False, "normalized": False,
+                                "special": True})
+    (tmp_path / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
-    assert tok.encode("x<s>") == hf.encode("x<s>").ids == [120, 257]
+    assert hf.encode("a\nb").ids[1] != 10
+    with pytest.raises(ValueError, match=re.escape(f"added token {chr(10)!r} has id 10, but "
+                                                   "tokenizers numbers it")):
+        Tokenizer.load(tmp_path)
 
 
 def test_from_files_blames_its_arguments_not_the_files(saved):
