@@ -38,7 +38,8 @@ class Tokenizer:
         """vocab: {id: token bytes}; merges: [(bytes, bytes)] by rank; special_tokens: strs
         that encode to their own id (a new id after the vocabulary's when their bytes are no
         token), or {str: id} as tiktoken gives them (each special then has that id, its
-        bytes that id's token); pattern: the pre-tokenization regex, or a family's name (bpe_cffi.PATTERNS).
+        bytes that id's token); pattern: the pre-tokenization regex, or a family's name
+        (bpe_cffi.PATTERNS).
         num_threads: a long text (over 2 MB) is cut at safe edges and its parts encoded at
         once on this many threads (None: one per core). The ids never depend on it.
         cache_bytes: the most memory kept for the ids of units (a word with the space before
@@ -163,7 +164,8 @@ class Tokenizer:
         (default: GPT-2's pattern and none; a tiktoken file of OpenAI's wants its encoding's
         pattern and specials with their ids, as `pattern="cl100k_tiktoken",
         special_tokens={"<|endoftext|>": 100257}`, or tiktoken's own `enc._pat_str` and
-        `enc._special_tokens`); with a tokenizer.json, giving them is an error. num_threads, cache_bytes: as for the constructor."""
+        `enc._special_tokens`); with a tokenizer.json, giving them is an error. num_threads,
+        cache_bytes: as for the constructor."""
         d = os.fsdecode(os.fspath(directory))  # a bytes path too
         if os.path.exists(d) and not os.path.isdir(d):
             raise NotADirectoryError(f"{d!r} is a file, not a tokenizer directory (written by "
