@@ -17,7 +17,7 @@ from .chunking import Edges, chunk_target, plan_file
 from .counter import Arrays, WordCounter
 from .documents import documents, jsonl_blocks, jsonl_lines_named, kind_of, parts
 from .patterns import GPT2_PATTERN, pretokenizer
-from .pool import process_pool, spill_directory, take_spilled_arrays
+from .pool import check_workers, process_pool, spill_directory, take_spilled_arrays
 from .progress import progress_bar
 from .sources import STDIN, PathsLike, file_size, resolve_inputs
 from .specials import unique_specials
@@ -257,6 +257,7 @@ def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,
                             break
                         except multiprocessing.TimeoutError:
                             bar.update(done.value - bar.n)
+                            check_workers(pool)
                     blob, offsets, counts = take_spilled_arrays(spill_path, 3)
                     t = time.perf_counter()
                     total.add(blob.tobytes(), offsets, counts)

@@ -21,7 +21,7 @@ from .counting import resolve_workers
 from .documents import documents, jsonl_lines_named, kind_of, parts
 from .files import atomic_write
 from .iterator_counting import batches
-from .pool import process_pool, pool_job, spill_directory
+from .pool import process_pool, pool_job, results, spill_directory
 from .progress import progress_bar
 from .sources import (STDIN, decode_range, file_size, read_range_bytes, refuse_overwriting,
                       resolve_inputs)
@@ -81,8 +81,8 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                 if pool is None:  # no more processes than jobs, when this run is all
                     size = workers if STDIN in paths else min(workers, len(jobs))
                     pool = stack.enter_context(process_pool(size, _init_worker, (tokenizer,)))
-                for job, (part, n_ids, n_docs, n_bytes) in zip(jobs, pool.imap(_encode_job,
-                                                                             jobs)):
+                for job, (part, n_ids, n_docs, n_bytes) in zip(
+                        jobs, results(pool, pool.imap(_encode_job, jobs))):
                     if job[1] == "text" and job[2] == 0:  # a plain file's first range
                         out.document()
                     elif n_docs:  # documents, or small files, with separators between them

@@ -24,7 +24,7 @@ from .counter import WordCounter, text_error
 from .documents import JsonLines, Part, documents, jsonl_block_documents
 from .counting import SCANNER_BYTES_PER_WORKER, CountStats, resolve_workers
 from .patterns import GPT2_PATTERN, pretokenizer
-from .pool import (process_pool, pool_job, spill_arrays, spill_directory,
+from .pool import (process_pool, pool_job, result, results, spill_arrays, spill_directory,
                    take_spilled_arrays)
 from .progress import progress_bar
 from .specials import unique_specials
@@ -114,8 +114,8 @@ def count_parts(file_parts: list[Part], text_field: str, special_tokens: Iterabl
             process_pool(min(workers, len(file_parts))) as pool:
         jobs = [(part, text_field, pattern, specials, os.path.join(spill, str(k)))
                 for k, part in enumerate(file_parts)]
-        for result in pool.imap_unordered(_count_part, jobs):
-            _add_spilled(result, total, stats, bar)
+        for spilled in results(pool, pool.imap_unordered(_count_part, jobs)):
+            _add_spilled(spilled, total, stats, bar)
 
 
 def _parsed(items: list[str], json_lines: JsonLines | None) -> list[str]:
@@ -152,9 +152,9 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
     with progress_bar(progress, total=None, unit="B", unit_scale=True,
                       desc="pre-tokenize") as bar, contextlib.ExitStack() as stack:
         def take_oldest() -> None:
-            result, batch = pending.popleft()
+            pending_result, batch = pending.popleft()
             try:
-                spilled = result.get()
+                spilled = result(pool, pending_result)
             except UnicodeEncodeError as e:  # a worker's is cut short (pool.WorkerEncodeError)
                 raise (e if batch is None else text_error(batch, e)) from None
             _add_spilled(spilled, total, stats, bar)

@@ -34,6 +34,7 @@ import multiprocessing.pool
 import os
 import signal
 import tempfile
+import threading
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -44,6 +45,16 @@ _ENCODE_ERROR_WINDOW = 100  # characters of its text a worker's UnicodeEncodeErr
 
 
 _stop = None  # in pool workers: the pool's stop event
+_POLL_S = 0.5  # how often a wait for results checks that the workers live
+# Pools are started one at a time, so that the children that appear while one starts are its
+# workers (multiprocessing.active_children: the public way to see them).
+_starting = threading.Lock()
+
+
+class WorkerDied(ChildProcessError):
+    """A worker of the pool died (the out-of-memory killer, kill -9): multiprocessing starts
+    another in its place but drops the job it had, so a wait for that job's result never
+    ended (encode_file and train_bpe hung for ever)."""
 
 
 def stopping() -> bool:
@@ -113,18 +124,56 @@ def process_pool(processes: int, initializer: Callable | None = None,
     (see above)."""
     context = multiprocessing.get_context()
     stop = context.Event()
-    pool = context.Pool(processes, initializer=_worker_start,
-                        initargs=(stop, initializer, initargs))
+    with _starting:
+        before = set(multiprocessing.active_children())
+        pool = context.Pool(processes, initializer=_worker_start,
+                            initargs=(stop, initializer, initargs))
+        # As started (the Pool starts them all at once): one of them dying is an error.
+        pool.bpe_workers = [p for p in multiprocessing.active_children() if p not in before]
     try:
         yield pool
+    except WorkerDied:  # close() would wait for ever for the dropped job
+        _terminate(pool)
+        raise
     except Exception:
         stop.set()
         _close(pool)
         raise
     except BaseException:
-        pool.terminate()
+        _terminate(pool)
         raise
     _close(pool)
+
+
+def results(pool: multiprocessing.pool.Pool, iterator) -> Iterator:
+    """The results of pool.imap or imap_unordered as they come; WorkerDied if a worker dies
+    meanwhile."""
+    while True:
+        try:
+            yield iterator.next(timeout=_POLL_S)
+        except StopIteration:
+            return
+        except multiprocessing.TimeoutError:
+            check_workers(pool)
+
+
+def result(pool: multiprocessing.pool.Pool, async_result):
+    """async_result.get(); WorkerDied if a worker dies meanwhile."""
+    while True:
+        try:
+            return async_result.get(timeout=_POLL_S)
+        except multiprocessing.TimeoutError:
+            check_workers(pool)
+
+
+def check_workers(pool: multiprocessing.pool.Pool) -> None:
+    """WorkerDied if a worker the pool started has died."""
+    for worker in pool.bpe_workers:
+        code = worker.exitcode
+        if code:  # (0: a worker that ended of itself, which these pools' workers never do)
+            how = (f"was killed by signal {-code}" if code < 0 else f"exited with status {code}")
+            hint = " (the system may have run out of memory)" if code == -signal.SIGKILL else ""
+            raise WorkerDied(f"a worker process {how}{hint}; its work was lost")
 
 
 def _close(pool: multiprocessing.pool.Pool) -> None:
@@ -133,7 +182,20 @@ def _close(pool: multiprocessing.pool.Pool) -> None:
     try:
         pool.join()
     except BaseException:  # Ctrl-C while waiting
+        _terminate(pool)
+        raise
+
+
+def _terminate(pool: multiprocessing.pool.Pool) -> None:
+    """pool.terminate(); if a second Ctrl-C cuts it short, the workers are killed here: a
+    terminate interrupted once it had taken the task queue's lock (_help_stuff_finish) left
+    them blocked on that lock for ever, alive as long as the caller (orphans after it)."""
+    try:
         pool.terminate()
+    except BaseException:
+        for worker in pool.bpe_workers:
+            with contextlib.suppress(Exception):
+                worker.kill()
         raise
 
 

@@ -510,6 +510,46 @@ def test_ctrl_c_during_encode_file_keeps_old_output(tmp_path, big_corpus):
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
+def _regex_tokenizer(tmp_path):
+    """A tokenizer directory whose pattern the regex module splits: its encode_file of
+    big_corpus takes several seconds, so a signal lands mid-way."""
+    vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 2000, [EOT])
+    bpe_cffi.save(vocab, merges, tmp_path / "tok", [EOT], pattern=REGEX_GPT2)
+    return tmp_path / "tok"
+
+
+# Kills one pool worker, as the out-of-memory killer does, 0.8 s into the call.
+KILL_A_WORKER = """
+import multiprocessing, threading, time
+def kill_one():
+    time.sleep(0.8)
+    os.kill(multiprocessing.active_children()[0].pid, signal.SIGKILL)
+threading.Thread(target=kill_one, daemon=True).start()
+"""
+
+
+def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path, big_corpus):
+    # multiprocessing.Pool replaces a dead worker but drops its job: the wait for that job's
+    # result never ended (encode_file, train_bpe).
+    tok = _regex_tokenizer(tmp_path)
+    for call in (f"bpe_cffi.Tokenizer.load({str(tok)!r}).encode_file("
+                 f"{str(big_corpus)!r}, 'ids.npy', num_workers=2)",
+                 f"bpe_cffi.train_bpe([{str(big_corpus)!r}] * 2, 5000, num_workers=2, "
+                 f"pattern={REGEX_GPT2!r})"):
+        script = "import os, signal, bpe_cffi\n" + KILL_A_WORKER + call
+        proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE,
+                                text=True, start_new_session=True, cwd=tmp_path)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise AssertionError(f"{call} hung after a worker died") from None
+        assert proc.returncode == 1 and "WorkerDied: a worker process was killed by signal 9" \
+            in err, err[-500:]
+        assert sorted(os.listdir(tmp_path)) == ["tok"]  # no output, no spill directory
+
+
 def test_pool_results_are_small_enough_to_send_whole(tmp_path):
     """A worker that Pool.terminate kills part-way through sending a large result leaves half
     a message in the result pipe, and terminate then hangs for good (pool.py). So what the
