@@ -19,7 +19,9 @@ import operator
 import os
 import re
 import secrets
+import signal
 import stat
+import threading
 import zipfile
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
@@ -170,7 +172,8 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
             f.flush()
             os.fsync(f.fileno())
             f.close()
-        _rename_all([tmp for tmp, _ in temps], targets)
+        with _interrupts_held():
+            _rename_all([tmp for tmp, _ in temps], targets)
     except BaseException:
         for tmp, f in temps:
             with contextlib.suppress(OSError):  # its flush may fail again (a full disk)
@@ -254,6 +257,32 @@ def _create_temporary(target: str, mode: str) -> tuple[str, object]:
     except OSError:  # no file yet; or a file system without permissions (vfat, SMB): the
         pass  # umask's, as before
     return tmp, os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {}))
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Holds back Ctrl-C (and SIGTERM, where a Python handler takes it) for the renames, and
+    raises it once they are done: a KeyboardInterrupt raised between two bytecodes of
+    _rename_all (just after an os.replace, before it was noted; in its clean-up loops) left a
+    target new while the others were put back, or hard links named .NAME.HEX.old behind.
+    Python runs signal handlers in the main thread only, so nothing is raised in another."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if callable(handler):
+            held[sig] = handler
+            signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+        for sig in caught[:1]:  # its own handler now: KeyboardInterrupt at the next bytecode
+            signal.raise_signal(sig)
 
 
 def _rename_all(temps: list[str], targets: list[str]) -> None:

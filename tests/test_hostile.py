@@ -550,6 +550,33 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path, big_corpus):
         assert sorted(os.listdir(tmp_path)) == ["tok"]  # no output, no spill directory
 
 
+def test_ctrl_c_during_the_renames_of_save_leaves_all_old_or_all_new(tmp_path, monkeypatch):
+    # A KeyboardInterrupt raised just after an os.replace, before it was noted, left a
+    # directory of old and new files (and hidden .old links) that no loader could read.
+    vocab = {i: bytes([i]) for i in range(256)}
+    bpe_cffi.save(vocab, [], tmp_path, [EOT])
+    old = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    vocab[256] = b"ab"
+    replace, calls = os.replace, []
+
+    def replace_then_ctrl_c(src, dst):
+        replace(src, dst)
+        calls.append(dst)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)  # as if it landed during the rename
+
+    monkeypatch.setattr(os, "replace", replace_then_ctrl_c)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            bpe_cffi.save(vocab, [(b"a", b"b")], tmp_path, [EOT])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    new = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    assert sorted(new) == sorted(old) and all(new[name] != old[name] for name in new)
+    assert bpe_cffi.Tokenizer.load(tmp_path).encode("ab") == [256]
+
+
 def test_pool_results_are_small_enough_to_send_whole(tmp_path):
     """A worker that Pool.terminate kills part-way through sending a large result leaves half
     a message in the result pipe, and terminate then hangs for good (pool.py). So what the
