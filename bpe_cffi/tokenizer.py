@@ -408,7 +408,7 @@ def _collector_paused():
 
 
 def _checked_arguments(pattern: str | None, special_tokens, num_threads=None,
-                       cache_bytes=DEFAULT_CACHE_BYTES, **others) -> list[str] | None:
+                       cache_bytes=DEFAULT_CACHE_BYTES, **others) -> list[str] | dict | None:
     """A loader's own arguments checked (the constructor checks any others): the special
     tokens as a list, or as a dict when given with their ids, or None."""
     resolve_workers(num_threads, "num_threads")
