@@ -645,7 +645,8 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
         except ValueError:
             spelled = [k for k in model_vocab if k not in as_text]
             vocab = dict(zip((model_vocab[k] for k in spelled), strs_to_tokens(spelled, path)))
-        for content, other in _respelled(as_text, merges).items():
+        for content, other in _respelled(as_text, merges,
+                                         model.get("ignore_merges", False) is True).items():
             raise ValueError(f"{path}: added token {content!r} is also the model's token "
                              f"{other!r}, spelled so in GPT-2's byte characters, with the same "
                              "id: one id cannot be both")
@@ -685,11 +686,36 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
                                  "a special token whose bytes are a token that token's id")
             vocab[i] = token
             specials.append(content)
+        _refuse_overlapping_kinds(added, path)
         pattern = _hf_pattern(doc.get("pre_tokenizer"), path)
     except (KeyError, TypeError, AttributeError, UnicodeError) as e:
         raise ValueError(f"{path}: not a BPE tokenizer.json ({type(e).__name__}: {e})") from None
     not_special = frozenset(t["content"] for t in added if t.get("special", True) is False)
     return vocab, merges, specials, pattern, model.get("ignore_merges", False), not_special
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether a and b can overlap in a text without being the same occurrence: one inside the
+    other, or an end of one the start of the other."""
+    if a in b or b in a:
+        return True
+    return any(a.endswith(b[:k]) or b.endswith(a[:k]) for k in range(1, min(len(a), len(b))))
+
+
+def _refuse_overlapping_kinds(added: list, path: str) -> None:
+    """tokenizers takes the added tokens that are not `normalized` out of the text first, then
+    the normalized ones from what is left; bpe_cffi takes all in one pass, leftmost and longest
+    first. The two agree unless a token of one kind can overlap one of the other: refused."""
+    kinds: dict[bool, set[str]] = {True: set(), False: set()}
+    for t in added:
+        kinds[bool(t.get("normalized", not t.get("special", False)))].add(t["content"])
+    for a in kinds[False]:
+        for b in kinds[True]:
+            if a != b and _overlap(a, b):
+                raise ValueError(f"{path}: added tokens {a!r} (not normalized) and {b!r} "
+                                 "(normalized) can overlap: tokenizers matches the tokens that "
+                                 "are not normalized first, bpe_cffi all in one pass, so their "
+                                 "ids could differ")
 
 
 def _well_formed_merges(raw: list) -> MergeParts | None:
@@ -762,11 +788,13 @@ def _in_merges(merges: Merges, tokens: set[bytes]) -> set[bytes]:
     return found
 
 
-def _respelled(texts: Iterable[str], merges) -> dict[str, bytes]:
+def _respelled(texts: Iterable[str], merges, ignore_merges: bool = False) -> dict[str, bytes]:
     """Those of texts that spell another token in GPT-2's byte characters ("Ġ" spells the
     space): {text: the bytes it spells} where these are a byte or a merge's part or result
     other than the text's own UTF-8. merges: a list of pairs, or MergeParts (made pairs only
-    if a text reads as GPT-2's characters otherwise than as itself, which few do)."""
+    if a text reads as GPT-2's characters otherwise than as itself, which few do).
+    ignore_merges: tokenizers then looks a whole pre-token up among the model's keys, so a
+    key reads as the bytes it spells whether or not a merge makes them: every such text."""
     spelled = {}
     for text in texts:
         try:
@@ -775,6 +803,8 @@ def _respelled(texts: Iterable[str], merges) -> dict[str, bytes]:
             continue  # not GPT-2's characters: only the text itself
         if b != text.encode("utf-8"):
             spelled[text] = b
+    if ignore_merges:
+        return spelled
     longer = {b for b in spelled.values() if len(b) > 1}  # a token only if a merge has it
     no_token = longer - _in_merges(merges.pairs() if isinstance(merges, MergeParts) else merges,
                                   longer) if longer else set()
@@ -932,7 +962,8 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     only = only_special(lowest, specials, ordinary)
     as_text = special_bytes - only - ordinary  # written as their text in tokenizer.json
     _refuse_respelled_ordinary(ordinary)
-    for text, spelled in _respelled((t.decode("utf-8") for t in as_text), merges).items():
+    for text, spelled in _respelled((t.decode("utf-8") for t in as_text), merges,
+                                    bool(ignore_merges)).items():
         raise ValueError(f"the special token {text!r} would be written in tokenizer.json as "
                          f"its text, which spells the token {spelled!r} in GPT-2's byte "
                          "characters: a loader could not tell the two apart")
