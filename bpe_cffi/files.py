@@ -709,8 +709,8 @@ def _refuse_overlapping_kinds(added: list, path: str) -> None:
     kinds: dict[bool, set[str]] = {True: set(), False: set()}
     for t in added:
         kinds[bool(t.get("normalized", not t.get("special", False)))].add(t["content"])
-    for a in kinds[False]:
-        for b in kinds[True]:
+    for a in sorted(kinds[False]):  # sorted: the same pair named from run to run
+        for b in sorted(kinds[True]):
             if a != b and _overlap(a, b):
                 raise ValueError(f"{path}: added tokens {a!r} (not normalized) and {b!r} "
                                  "(normalized) can overlap: tokenizers matches the tokens that "
