@@ -629,6 +629,7 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
         if model.get("type", "BPE") != "BPE":
             raise ValueError(f"{path}: model type {model.get('type')!r} is not BPE")
         _check_hf_model(doc, path)
+        ignore_merges = model.get("ignore_merges", False)  # a bool: checked just above
         added = doc.get("added_tokens") or []
         model_vocab = model["vocab"]
         _check_ids(model_vocab.items(), path)
@@ -645,8 +646,7 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
         except ValueError:
             spelled = [k for k in model_vocab if k not in as_text]
             vocab = dict(zip((model_vocab[k] for k in spelled), strs_to_tokens(spelled, path)))
-        for content, other in _respelled(as_text, merges,
-                                         model.get("ignore_merges", False) is True).items():
+        for content, other in _respelled(as_text, merges, ignore_merges).items():
             raise ValueError(f"{path}: added token {content!r} is also the model's token "
                              f"{other!r}, spelled so in GPT-2's byte characters, with the same "
                              "id: one id cannot be both")
@@ -691,7 +691,7 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
     except (KeyError, TypeError, AttributeError, UnicodeError) as e:
         raise ValueError(f"{path}: not a BPE tokenizer.json ({type(e).__name__}: {e})") from None
     not_special = frozenset(t["content"] for t in added if t.get("special", True) is False)
-    return vocab, merges, specials, pattern, model.get("ignore_merges", False), not_special
+    return vocab, merges, specials, pattern, ignore_merges, not_special
 
 
 def _overlap(a: str, b: str) -> bool:

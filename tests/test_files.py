@@ -1296,19 +1296,6 @@ def test_an_added_token_numbered_by_tokenizers_not_by_the_file_is_refused(saved,
         Tokenizer.load(tmp_path)
 
 
-def _byte_level_json(vocab: dict, merges: list, added: list, ignore_merges=False) -> dict:
-    """A tokenizer.json as tokenizers writes one: ByteLevel, a BPE model, added tokens."""
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                  "use_regex": True}
-    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-            "normalizer": None, "pre_tokenizer": byte_level, "post_processor": None,
-            "decoder": byte_level,
-            "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                      "fuse_unk": False, "byte_fallback": False,
-                      "ignore_merges": ignore_merges, "vocab": vocab, "merges": merges}}
-
-
 def test_added_tokens_of_both_kinds_that_can_overlap_are_refused(tmp_path):
     # tokenizers takes the added tokens that are not normalized out of the text first:
     # "<tool>x</tool>" gave it "x</tool>" whole, and bpe_cffi "<tool>x" first.
@@ -1327,11 +1314,13 @@ def test_added_tokens_of_both_kinds_that_can_overlap_are_refused(tmp_path):
 def test_an_added_token_spelling_other_bytes_is_refused_with_ignore_merges(tmp_path):
     # With ignore_merges, tokenizers finds the pre-token " b" as the key "Ġb", the added
     # token's text: it gave " b" the added token's id, bpe_cffi [32, 98].
+    import tokenizers
     vocab = {files.BYTE_TO_CHAR[b]: b for b in range(256)} | {"ab": 256, "Ġb": 257}
-    added = [{"id": 257, "content": "Ġb", "single_word": False, "lstrip": False,
-              "rstrip": False, "normalized": False, "special": True}]
-    (tmp_path / "tokenizer.json").write_text(json.dumps(
-        _byte_level_json(vocab, [["a", "b"]], added, ignore_merges=True)), encoding="utf-8")
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE(vocab, [("a", "b")], ignore_merges=True))
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.add_special_tokens(["Ġb"])  # the model's key: its id, 257
+    hf.save(str(tmp_path / "tokenizer.json"))
+    assert hf.encode("a b").ids == [97, 257]
     with pytest.raises(ValueError, match="added token 'Ġb' is also the model's token b' b'"):
         Tokenizer.load(tmp_path)
     # Saved, the special "Ġb" (no merge makes it, nor is it the last id) is a key as its
