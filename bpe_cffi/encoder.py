@@ -71,7 +71,7 @@ class Encoder:
         self._cache = ffi.NULL
         if cache_bytes:
             cache = ffi.new("bpe_unit_cache **")
-            rc = lib.bpe_unit_cache_new(cache_bytes, cache)
+            rc = lib.bpe_unit_cache_new(cache_bytes, n_ids, cache)
             if rc == lib.BPE_ENOMEM:  # the whole bound is reserved now, backed as it fills
                 raise MemoryError(f"cache_bytes={cache_bytes}: this machine cannot reserve "
                                   "that much memory for the cache of encoded units")

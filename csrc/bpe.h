@@ -78,11 +78,12 @@ int bpe_merge_ids(const uint8_t *vocab, const int64_t *vocab_at, const int32_t *
                   int64_t *bad);
 
 /* A cache of encoded units (unit_cache.h) that bpe_encode calls may share, holding at most
- * max_bytes of memory (under about 175 KB: nothing). Several threads may use one at once. Only
- * the encoder and scanner of the calls that filled it may use it. */
+ * max_bytes of memory (under about 175 KB: nothing), for an encoder whose ids are below n_ids
+ * (the fewer, the more ids a slot holds). Several threads may use one at once. Only the encoder
+ * and scanner of the calls that filled it may use it. */
 typedef struct bpe_unit_cache bpe_unit_cache;
 
-int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out);
+int bpe_unit_cache_new(int64_t max_bytes, int64_t n_ids, bpe_unit_cache **out);
 
 void bpe_unit_cache_free(bpe_unit_cache *c);
 

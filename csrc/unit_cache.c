@@ -72,8 +72,8 @@ static uint8_t *shard_block(size_t small, size_t large, uint8_t **large_part) {
     return block;
 }
 
-int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out) {
-    if (!out || max_bytes < 0) return BPE_EINVAL;
+int bpe_unit_cache_new(int64_t max_bytes, int64_t n_ids, bpe_unit_cache **out) {
+    if (!out || max_bytes < 0 || n_ids < 0) return BPE_EINVAL;
     *out = NULL;
     bpe_unit_cache *c = aligned_alloc(64, sizeof *c);
     if (!c) return BPE_ENOMEM;
@@ -87,6 +87,9 @@ int bpe_unit_cache_new(int64_t max_bytes, bpe_unit_cache **out) {
     }
     atomic_init(&c->lookups, 0);
     atomic_init(&c->hits, 0);
+    c->id_bits = n_ids <= (int64_t)1 << 16 ? 16 : n_ids <= (int64_t)1 << 21 ? 21 : 32;
+    c->inline_ids = 64 / c->id_bits;
+    c->id_mask = ((uint64_t)1 << c->id_bits) - 1;
     /* Offsets are 32-bit, so a shard stays under 4 GB. */
     int64_t per_shard = max_bytes / UNIT_CACHE_SHARDS;
     if (per_shard > ((int64_t)1 << 31)) per_shard = (int64_t)1 << 31;
@@ -275,15 +278,29 @@ static void shard_start(cache_shard *sh) {
 
 /* The bytes of an entry's arena part (its ids, then its key past the sixteenth byte), or 0
  * for an entry held in its slot alone. */
-static int64_t arena_size(int64_t len, int64_t n_ids) {
-    if (unit_cache_is_inline(len, n_ids)) return 0;
+static int64_t arena_size(const bpe_unit_cache *c, int64_t len, int64_t n_ids) {
+    if (unit_cache_is_inline(c, len, n_ids)) return 0;
     int64_t rest = len > UNIT_CACHE_INLINE_KEY ? len - UNIT_CACHE_INLINE_KEY : 0;
     return (4 * n_ids + rest + 3) & ~(int64_t)3; /* entries 4-aligned */
 }
 
+/* The ids of an entry held in its slot, packed; 0 if one of them does not fit the packing
+ * (a byte without a token, -1: the call that met it fails anyway). */
+static int pack_ids(const bpe_unit_cache *c, const int32_t *ids, int64_t n_ids, uint64_t *value) {
+    uint64_t packed = 0;
+    for (int64_t j = 0; j < n_ids; j++) {
+        if (ids[j] < 0 || (uint64_t)ids[j] > c->id_mask) return 0;
+        packed |= (uint64_t)ids[j] << (j * c->id_bits);
+    }
+    *value = packed;
+    return 1;
+}
+
 void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, int64_t n_ids) {
+    uint64_t packed = 0;
+    if (unit_cache_is_inline(c, k->len, n_ids) && !pack_ids(c, ids, n_ids, &packed)) return;
     if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY || n_ids > UNIT_CACHE_MAX_IDS || n_ids < 1 ||
-        n_ids > k->len || arena_size(k->len, n_ids) > c->max_arena) /* (it would never fit) */
+        n_ids > k->len || arena_size(c, k->len, n_ids) > c->max_arena) /* (it would never fit) */
         return;
     cache_shard *sh = unit_cache_shard(c, k->hash);
     if (!shard_lock(sh)) return;
@@ -299,7 +316,7 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
     int32_t scratch[UNIT_CACHE_MAX_IDS];
     /* Not there yet (another thread may have added it meanwhile). */
     if (!unit_cache_find(c, k, scratch, &found)) {
-        uint32_t size = (uint32_t)arena_size(k->len, n_ids); /* at most max_arena: see above */
+        uint32_t size = (uint32_t)arena_size(c, k->len, n_ids); /* at most max_arena: see above */
         if (sh->arena_used + size > sh->arena_room && sh->arena_room < c->max_arena)
             shard_grow_arena(c, sh);
         uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
@@ -324,8 +341,7 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
             value = sh->arena_used;
             sh->arena_used += size;
         } else {
-            value = (uint64_t)(uint32_t)ids[0] |
-                    (uint64_t)(uint32_t)(n_ids == 2 ? ids[1] : -1) << 32;
+            value = packed;
         }
         cache_slot *slot = free_slot(atomic_load_explicit(&sh->slots, memory_order_relaxed),
                                      atomic_load_explicit(&sh->n_slots, memory_order_relaxed),

@@ -117,8 +117,8 @@ static inline int64_t probe(const word_table *t, const word_key *k) {
         const word_slot *s = &t->slots[i];
         if (s->len != k->len || s->head != k->head || s->tail != k->tail) continue;
         /* Head and tail hold keys of up to 16 bytes; compare the rest of longer ones. */
-        if (k->len > 16 && memcmp(t->arena + t->start[s->seq] + 16, k->ptr + 16,
-                                  (size_t)(k->len - 16)) != 0)
+        if (k->len > 16 &&
+            !word_table_same_bytes(t->arena + t->start[s->seq] + 16, k->ptr + 16, k->len - 16))
             continue;
         break;
     }

@@ -48,6 +48,20 @@ static inline uint64_t word_table_load64(const uint8_t *p) {
     return x;
 }
 
+/* Whether a[0 .. n) and b[0 .. n) hold the same bytes, for the part of a key past its first
+ * sixteen (n > 0), a few words long as a rule: eight bytes at a time, the last word
+ * overlapping the one before it, inline where a call to memcmp cost more than the compare. */
+static inline int word_table_same_bytes(const uint8_t *a, const uint8_t *b, int64_t n) {
+    if (n >= 8) {
+        for (int64_t i = 0; i + 8 < n; i += 8)
+            if (word_table_load64(a + i) != word_table_load64(b + i)) return 0;
+        return word_table_load64(a + n - 8) == word_table_load64(b + n - 8);
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 /* A word as the table sees it: its first sixteen bytes zero-padded (head, tail; with the
  * length, the whole key when it is no longer) and its hash. */
 typedef struct {

@@ -63,6 +63,24 @@ def test_same_ids_with_and_without_the_cache(trained, real_text, pattern):
     assert plain.cache_info() == {"entries": 0, "bytes": 0, "lookups": 0, "hits": 0}
 
 
+@pytest.mark.parametrize("offset", [0, 100_000, 3_000_000])  # ids 16, 21 and 32 bits wide
+def test_ids_of_every_width_come_back_whole(trained, real_text, offset):
+    # A slot packs as many ids as the vocabulary's widest id leaves room for (four, three or
+    # two): the same ids with the cache as without, for units of one id to many.
+    vocab, merges = trained
+    shifted = {(i + offset if i >= 256 else i): b for i, b in vocab.items()}
+    plain = Tokenizer(shifted, merges, special_tokens=[EOT], cache_bytes=0)
+    cached = Tokenizer(shifted, merges, special_tokens=[EOT])
+    want = _tokenizer(trained, cache_bytes=0).encode_to_numpy(real_text).astype(np.int64)
+    want[want >= 256] += offset
+    for _ in range(2):  # the second time, every unit is found in the cache
+        assert np.array_equal(cached.encode_to_numpy(real_text), want)
+    assert np.array_equal(plain.encode_to_numpy(real_text), want)
+    # (the text's words, as units of one id to five and more)
+    lengths = {len(ids) for ids in cached.encode_batch([" " + w for w in real_text.split()])}
+    assert {1, 2, 3, 4, 5} <= lengths
+
+
 @given(words=st.lists(st.sampled_from(["a", " b", "cd ", "\n", "é", "字", "🙂", "'s", "  ", "1",
                                        "22", " 333", "\r\n", ".", "/", "x\u0301", "ǅa", "Ab"]),
                       min_size=1, max_size=40),
