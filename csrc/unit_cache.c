@@ -2,9 +2,10 @@
  *
  * A unit's shard is picked by the top bits of its hash and its slot by the bits above the
  * low 24, so the two are independent. A shard is a table of 32-byte slots (open
- * addressing, linear probing, at most half full) and an arena. A slot holds all a lookup of a
- * unit of up to 16 bytes and two ids needs (most units of real text): its hash, its key, its
- * ids; a longer entry keeps its ids and the rest of its key in the arena.
+ * addressing, linear probing, at most half full while it can still double, three quarters
+ * once it has reached its bound) and an arena. A slot holds all a lookup of a unit of up to
+ * 16 bytes and up to four ids needs (most units of real text): its hash, its key, its ids; a
+ * longer entry keeps its ids and the rest of its key in the arena.
  *
  * Reads take no lock, so that a lookup of a unit, made once per unit of the input, costs
  * loads only. Writers take the shard's lock (only tried, as unit_cache.h says) and:
@@ -43,8 +44,8 @@
 
 /* A shard's bytes split between slots and arena: three quarters of them slots, as many as
  * fit in a power of two (0 if not even FIRST_SLOTS fit), the rest arena. Most entries live
- * in their slot alone (two 32-byte slots each at half load); the arena holds the longer
- * ones. */
+ * in their slot alone (two 32-byte slots each at half load, fewer once the shard is at its
+ * bound); the arena holds the longer ones. */
 static void split_shard(int64_t bytes, uint32_t *n_slots, uint32_t *arena) {
     uint32_t n = FIRST_SLOTS;
     *n_slots = *arena = 0;
@@ -324,7 +325,12 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
             shard_double(c, sh);
             n_slots = atomic_load_explicit(&sh->n_slots, memory_order_relaxed);
         }
-        if (sh->arena_used + size > sh->arena_room || sh->n_entries + 1 > n_slots / 2) {
+        /* Half full, a shard doubles; at its bound it fills to three quarters, which holds
+         * half as many entries again in the same memory (a lookup probes a little further).
+         * realmix's lines encoded after realmix as one text missed 130 k units once, then
+         * none, against 135-348 k a round for four rounds at half (docs/performance.md). */
+        uint32_t most = n_slots < c->max_slots ? n_slots / 2 : n_slots / 4 * 3;
+        if (sh->arena_used + size > sh->arena_room || sh->n_entries + 1 > most) {
             sh->full = 1; /* at the bound */
             sh->recurring = 0;
             shard_unlock(sh);

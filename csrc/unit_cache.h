@@ -168,8 +168,8 @@ static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t 
     const uint8_t *arena = atomic_load_explicit(&sh->arena, memory_order_relaxed);
     uint64_t want = unit_cache_tag(k, 0);
     int found = 0;
-    /* At most half full, a free slot ends the probe; n_slots probes bound it even when a
-     * writer is moving slots meanwhile. */
+    /* At most three quarters full, a free slot ends the probe; n_slots probes bound it even
+     * when a writer is moving slots meanwhile. */
     for (uint32_t i = unit_cache_home(k->hash, n_slots), left = n_slots; left; left--) {
         const cache_slot *slot = &slots[i];
         uint64_t tag = atomic_load_explicit(&slot->tag, memory_order_acquire);
