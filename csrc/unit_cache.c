@@ -298,11 +298,11 @@ static int pack_ids(const bpe_unit_cache *c, const int32_t *ids, int64_t n_ids, 
 }
 
 void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, int64_t n_ids) {
-    uint64_t packed = 0;
-    if (unit_cache_is_inline(c, k->len, n_ids) && !pack_ids(c, ids, n_ids, &packed)) return;
     if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY || n_ids > UNIT_CACHE_MAX_IDS || n_ids < 1 ||
         n_ids > k->len || arena_size(c, k->len, n_ids) > c->max_arena) /* (it would never fit) */
         return;
+    uint64_t packed = 0;
+    if (unit_cache_is_inline(c, k->len, n_ids) && !pack_ids(c, ids, n_ids, &packed)) return;
     cache_shard *sh = unit_cache_shard(c, k->hash);
     if (!shard_lock(sh)) return;
     if (sh->full) {
