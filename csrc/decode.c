@@ -1,4 +1,4 @@
-/* decode.c - token ids back to bytes (SPEC 2.4: the tokens' bytes, concatenated).
+/* decode.c - token ids back to bytes (SPEC 2.5: the tokens' bytes, concatenated).
  *
  * The decoder holds every token's bytes back to back and, per id, where they start and how
  * long they are (-1: no token has that id). Decoding is two passes over the ids: the length,

@@ -51,7 +51,7 @@ typedef struct {
 } cache_slot;
 
 typedef struct {
-    _Alignas(64) atomic_flag busy; /* the writers' lock; a shard to a cache line */
+    _Alignas(64) atomic_flag busy; /* the writers' lock; each shard starts a cache line */
     _Atomic uint32_t version;      /* odd while slots are moved or cleared */
     _Atomic uint32_t n_slots;      /* slots in use, a power of two; 0 until first written */
     /* The slots and arena in use: the small region's, then the large region's. Set only by
