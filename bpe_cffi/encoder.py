@@ -181,8 +181,9 @@ class Encoder:
     def encode_batch(self, texts: list[str], dtype=np.int32) -> tuple[np.ndarray, np.ndarray]:
         """The ids of the texts back to back (as dtype), and where each text's ids end (int64):
         each text a separate run of pieces, so nothing joins across two texts, while units
-        shared by several are encoded once. A batch of 512 K characters or more is cut into runs
-        of texts of about 256 K or more, encoded at once on the threads (when there are two or more)."""
+        shared by several are encoded once. With two threads or more, a batch of 512 K
+        characters or more is cut into runs of texts of about 256 K or more, encoded at once on
+        the threads."""
         groups = self._batch_groups(texts)
         if self.pretokenizer.family is None:
             results = map_in_threads(self._pool(), self._encode_regex, [(g,) for g in groups]) \
