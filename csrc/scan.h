@@ -78,7 +78,7 @@ static inline int64_t scan_run_end(const uint8_t *classes, const uint8_t *t, int
  * s) -- or -1 (cl100k's and o200k's families). */
 static inline int64_t scan_contraction_end(const uint8_t *classes, const uint8_t *t,
                                            int64_t n, int64_t i) {
-    if (t[i] != '\'' || i + 1 >= n) return -1;
+    if (i + 1 >= n || t[i] != '\'') return -1; /* (i may be n: a word that ends the text) */
     uint8_t c1, c2;
     int64_t j = i + 1 + scan_char(classes, t, n, i + 1, &c1);
     int f1 = CLASS_FOLD(c1);

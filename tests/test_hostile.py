@@ -405,6 +405,19 @@ def test_ids_far_beyond_the_vocabulary_size():
                               pattern=REGEX_GPT2).encode(text) == want
 
 
+@pytest.mark.parametrize("length", [16384, 32768, 65536])
+def test_o200k_word_that_fills_its_table(tmp_path, length):
+    """One word of letters, as long as a table's arena holds: splitting it, o200k's scanner
+    looked for a contraction one byte past the arena (the sanitizer run reports such a read;
+    the counts were right either way)."""
+    path = write(tmp_path, "a" * length)
+    want = {("a" * length).encode(): 1}
+    assert bpe_cffi.count_words(path, pattern="o200k") == want
+    tok = bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="o200k",
+                             cache_bytes=0)  # the distinct units split in a table too
+    assert tok.encode(("a" * length + " ") * 2) == [97] * length + [32] + [97] * length + [32]
+
+
 def test_counters_reject_bad_pieces():
     c = ffi.new("bpe_counter **")
     assert lib.bpe_counter_new(c) == lib.BPE_OK
