@@ -121,7 +121,8 @@ enum { BPE_SCAN_PIECES = 0, BPE_SCAN_GPT2 = 1, BPE_SCAN_CL100K = 2, BPE_SCAN_O20
 /* Builds a scanner of a family. max_digits: the cl100k family's \p{N}{1,max_digits} (3 for
  * cl100k itself; at least 1 in every family). space_run_ends: 1 for the tiktoken form of
  * cl100k (its \s++$), else 0. classes: one byte per code point (n_classes == 0x110000), as
- * scan.h lays it out; copied (NULL for BPE_SCAN_PIECES, which reads none). */
+ * scan.h lays it out, the ASCII whitespace (\t \n \v \f \r and space) whitespace; copied
+ * (NULL for BPE_SCAN_PIECES, which reads none). */
 int bpe_scanner_new(int family, int max_digits, int space_run_ends, const uint8_t *classes,
                     int64_t n_classes, bpe_scanner **out);
 void bpe_scanner_free(bpe_scanner *s);

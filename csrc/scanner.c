@@ -20,6 +20,12 @@ int bpe_scanner_new(int family, int max_digits, int space_run_ends, const uint8_
             ((base == BASE_NUMBER || base == BASE_SPACE) && letter_case != 0))
             return BPE_EINVAL;
     }
+    /* The units (units.c) take the ASCII whitespace for whitespace without the table, and the
+     * scanners step over a space by its byte: a table that says otherwise would cut text
+     * where no scanner moves on. */
+    static const uint8_t ascii_space[] = {'\t', '\n', '\v', '\f', '\r', ' '};
+    for (size_t k = 0; classes && k < sizeof ascii_space; k++)
+        if (CLASS_BASE(classes[ascii_space[k]]) != BASE_SPACE) return BPE_EINVAL;
     bpe_scanner *s = calloc(1, sizeof *s);
     if (!s) return BPE_ENOMEM;
     if (family != BPE_SCAN_PIECES) { /* a pieces scanner reads no class */

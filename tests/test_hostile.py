@@ -348,6 +348,14 @@ def test_scanner_rejects_bad_arguments():
         bad[0x41] = wrong
         assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 0, ffi.from_buffer("uint8_t[]", bad),
                                    full, out) == lib.BPE_EINVAL
+    # ASCII whitespace that the table makes a letter: the units take it for whitespace all the
+    # same, and GPT-2's scanner, given " \t" with a letter for a space, never moved on.
+    for family in (lib.BPE_SCAN_GPT2, lib.BPE_SCAN_CL100K, lib.BPE_SCAN_O200K):
+        for space in b"\t\n\x0b\x0c\r ":
+            bad = np.array(char_classes())
+            bad[space] = bad[ord("a")]
+            assert lib.bpe_scanner_new(family, 3, 0, ffi.from_buffer("uint8_t[]", bad), full,
+                                       out) == lib.BPE_EINVAL, (family, space)
     n = ffi.new("int64_t *")
     ends = ffi.new("int64_t[]", 4)
     scanner = pretokenizer("gpt2").scanner
