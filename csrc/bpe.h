@@ -191,7 +191,8 @@ int bpe_counter_add(bpe_counter *c, const uint8_t *bytes, int64_t n_bytes,
  * text[starts[i] .. ends[i]) (within text[0 .. n)). BPE_EUTF8 if a piece is not valid UTF-8. */
 int bpe_counter_add_units(bpe_counter *c, const bpe_scanner *s, const uint8_t *text, int64_t n,
                           const int64_t *starts, const int64_t *ends, int64_t n_pieces);
-/* Adds to `words` the pre-tokens of every unit counted in `units`, times the unit's count. */
+/* Adds to `words` the pre-tokens of every unit counted in `units`, times the unit's count;
+ * two counters, not one twice (BPE_EINVAL). */
 int bpe_counter_split_units(const bpe_counter *units, const bpe_scanner *s, bpe_counter *words);
 void bpe_counter_size(const bpe_counter *c, int64_t *n_words, int64_t *n_bytes);
 /* Copies the entries out: bytes (n_bytes), offsets (n_words + 1), counts (n_words). */

@@ -60,7 +60,8 @@ int bpe_counter_add_units(bpe_counter *c, const bpe_scanner *s, const uint8_t *t
 }
 
 int bpe_counter_split_units(const bpe_counter *units, const bpe_scanner *s, bpe_counter *words) {
-    if (!units || !words || !s) return BPE_EINVAL;
+    /* The same counter twice: its keys would move under the split as it grows. */
+    if (!units || !words || !s || units == words) return BPE_EINVAL;
     /* Fewer distinct pre-tokens than units, as a rule: size the table once. */
     int rc = word_table_reserve(&words->table, words->table.n + units->table.n);
     return rc == BPE_OK ? units_split(&units->table, s, &words->table, NULL, NULL) : rc;

@@ -440,6 +440,9 @@ def test_counters_reject_bad_pieces():
     assert lib.bpe_counter_add_units(counter, ffi.NULL, b"ab", 2, i64(0), i64(2), 1) == \
         lib.BPE_EINVAL
     assert lib.bpe_counter_split_units(counter, ffi.NULL, counter) == lib.BPE_EINVAL
+    # Split into itself: the keys being split would move as the same table grows.
+    assert lib.bpe_counter_add_units(counter, scanner, b"a b", 3, i64(0), i64(3), 1) == lib.BPE_OK
+    assert lib.bpe_counter_split_units(counter, scanner, counter) == lib.BPE_EINVAL
     lib.bpe_counter_free(counter)
     assert lib.bpe_counter_new(ffi.NULL) == lib.BPE_EINVAL
 
