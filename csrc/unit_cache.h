@@ -117,9 +117,11 @@ static inline int unit_cache_same_key(const bpe_unit_cache *c, const uint8_t *ar
         return 0;
     if (k->len <= UNIT_CACHE_INLINE_KEY) return 1;
     uint64_t at = atomic_load_explicit(&slot->value, memory_order_relaxed);
-    uint64_t from = at + 4 * (tag & 0xFFF), rest = (uint64_t)k->len - UNIT_CACHE_INLINE_KEY;
-    if (from + rest > c->max_arena) return 0;
-    return word_table_same_bytes(arena + from, k->ptr + UNIT_CACHE_INLINE_KEY, (int64_t)rest);
+    uint64_t ids = 4 * (tag & 0xFFF), rest = (uint64_t)k->len - UNIT_CACHE_INLINE_KEY;
+    /* (at may be any value: compared so that no sum wraps around) */
+    if (at > c->max_arena || ids + rest > c->max_arena - at) return 0;
+    return word_table_same_bytes(arena + at + ids, k->ptr + UNIT_CACHE_INLINE_KEY,
+                                 (int64_t)rest);
 }
 
 /* Units with longer keys or more ids are not kept: they are rare, and one such entry
@@ -188,7 +190,7 @@ static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t 
                     if (n > 3) ids[3] = (int32_t)(value >> 3 * bits & mask);
                 }
             } else {
-                if (value + 4 * (uint64_t)n > c->max_arena) break;
+                if (value > c->max_arena || 4 * (uint64_t)n > c->max_arena - value) break;
                 unit_cache_copy_ids(ids, arena + value, n);
             }
             *n_ids = n;
