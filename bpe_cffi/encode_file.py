@@ -48,8 +48,8 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     refuse_overwriting([output_path], paths)
     workers = resolve_workers(num_workers)
     specials = tokenizer._encoder_for(allowed_special).specials  # checks allowed_special
-    if not isinstance(allowed_special, str):
-        allowed_special = frozenset(allowed_special)
+    if not isinstance(allowed_special, str):  # read once (an iterator is spent by now)
+        allowed_special = frozenset(specials.tokens)
     dtype = np.dtype(tokenizer.dtype)
     out = _IdsFile(dtype, _separator_ids(tokenizer, separator))
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)

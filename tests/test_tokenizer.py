@@ -934,6 +934,18 @@ def test_allowed_special_in_long_texts_and_files(two_specials, tmp_path):
                                              allowed_special={SECOND})) == want
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_allowed_special_as_an_iterator_in_files(two_specials, tmp_path, workers):
+    # Read once: encode_file checks the argument, then plans and encodes with the same set.
+    text = ("one" + EOT + "two" + SECOND + "three\n") * 3
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / "ids.npy"
+    for allowed in ({SECOND}, {EOT, SECOND}, set()):
+        two_specials.encode_file(path, out, num_workers=workers, allowed_special=iter(allowed))
+        assert np.load(out).tolist() == two_specials.encode(text, allowed_special=allowed)
+
+
 def test_allowed_special_refuses_unknown_tokens(two_specials):
     with pytest.raises(ValueError, match="not special tokens"):
         two_specials.encode("x", allowed_special={"<|nope|>"})
