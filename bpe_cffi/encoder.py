@@ -313,16 +313,25 @@ class Encoder:
         returns the number of ids. Pieces come as lists or arrays (specials.pieces)."""
         n_out = ffi.new("int64_t *")
         text = data if isinstance(data, bytes) else _buf("uint8_t[]", data)
-        if pieces is None:
-            rc = lib.bpe_encode(self._c, self._scanner, self._cache, text, len(data), ffi.NULL,
-                                ffi.NULL, ffi.NULL, 1, ids, room, n_out, piece_ends)
-        else:
-            starts, ends, then_id = pieces
-            rc = lib.bpe_encode(self._c, self._scanner, self._cache, text, len(data),
-                                _c_array("int64_t[]", starts, np.int64),
-                                _c_array("int64_t[]", ends, np.int64),
-                                _c_array("int32_t[]", then_id, np.int32), len(then_id), ids,
-                                room, n_out, piece_ends)
+        try:
+            if pieces is None:
+                rc = lib.bpe_encode(self._c, self._scanner, self._cache, text, len(data),
+                                    ffi.NULL, ffi.NULL, ffi.NULL, 1, ids, room, n_out,
+                                    piece_ends)
+            else:
+                starts, ends, then_id = pieces
+                rc = lib.bpe_encode(self._c, self._scanner, self._cache, text, len(data),
+                                    _c_array("int64_t[]", starts, np.int64),
+                                    _c_array("int64_t[]", ends, np.int64),
+                                    _c_array("int32_t[]", then_id, np.int32), len(then_id),
+                                    ids, room, n_out, piece_ends)
+        finally:
+            # A memoryview (a part for a thread) is exported no longer than the call. An error
+            # raised on a thread keeps this frame in a cycle (the future, its error, the
+            # traceback); a memoryview still exported there made the collector crash the
+            # process as it cleared the cycle (BufferError in tp_clear, then a segfault).
+            if text is not data:
+                ffi.release(text)
         if rc:
             check(rc, "bpe_encode")
         return n_out[0]

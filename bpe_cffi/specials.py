@@ -150,13 +150,16 @@ class SpecialTokens:
         c_starts = ffi.from_buffer("int64_t[]", starts)
         c_which = ffi.from_buffer("int32_t[]", which)
         buf, found_starts, found_which, pos = ffi.from_buffer("uint8_t[]", data), [], [], 0
-        while True:
-            k = self._search(buf, len(data), pos, c_starts, c_which, cap)
-            found_starts.append(starts[:k].copy())
-            found_which.append(which[:k].copy())
-            if k < cap:
-                return np.concatenate(found_starts), np.concatenate(found_which)
-            pos = int(starts[k - 1] + self._needle_lengths[which[k - 1]])
+        try:
+            while True:
+                k = self._search(buf, len(data), pos, c_starts, c_which, cap)
+                found_starts.append(starts[:k].copy())
+                found_which.append(which[:k].copy())
+                if k < cap:
+                    return np.concatenate(found_starts), np.concatenate(found_which)
+                pos = int(starts[k - 1] + self._needle_lengths[which[k - 1]])
+        finally:  # data may be a memoryview: exported no longer than the search (Encoder._run)
+            ffi.release(buf)
 
     def _search(self, buf, n: int, pos: int, starts, which, cap: int) -> int:
         """bpe_find_specials of buf[pos:n] into the C arrays starts and which (room for cap);

@@ -428,6 +428,29 @@ def test_o200k_word_that_fills_its_table(tmp_path, length):
     assert tok.encode(("a" * length + " ") * copies) == ([97] * length + [32]) * copies
 
 
+_FAILED_PART = """
+import gc, bpe_cffi
+tok = bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)}, [], num_threads=2)
+for _ in range(3):
+    try:
+        tok._encoder.encode(b"hello world " * 400_000 + b"\\xff")  # parts for two threads
+    except ValueError:
+        pass
+    gc.collect()
+print("ok")
+"""
+
+
+def test_a_part_that_fails_on_a_thread_leaves_nothing_to_crash_on():
+    # The part's memoryview was still exported by its C buffer when the error, kept in a cycle
+    # with its traceback, was collected: the collector failed to clear the memoryview
+    # (BufferError) and the process died of a segfault. In a child process, so that the old
+    # behaviour fails the test instead of ending the run.
+    out = subprocess.run([sys.executable, "-c", _FAILED_PART], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.split() == ["ok"], out.stderr[-2000:]
+
+
 def test_counters_reject_bad_pieces():
     c = ffi.new("bpe_counter **")
     assert lib.bpe_counter_new(c) == lib.BPE_OK
