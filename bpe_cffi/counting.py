@@ -10,6 +10,7 @@ import multiprocessing
 import operator
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable
 
@@ -81,7 +82,8 @@ def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
     whose records are documents with their text in text_field (documents.py). Special tokens
     cut the text and are not counted. pattern: a regex, or a family's name (bpe_cffi.PATTERNS).
     client: a dask.distributed Client to count plain text on a cluster instead of a local
-    pool. The result depends on neither num_workers nor client.
+    pool; files read as documents (and standard input) are still counted here, on local
+    processes, with a warning. The result depends on neither num_workers nor client.
     """
     total, _ = _count(input_path, special_tokens, pattern, num_workers, client, progress,
                       text_field)
@@ -115,6 +117,11 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
     all_paths = resolve_inputs(input_path)
     special_tokens = unique_specials(special_tokens)  # once: an iterator is read once
     paths = [p for p in all_paths if kind_of(p) == "text"]
+    if client is not None and len(paths) < len(all_paths):
+        warnings.warn(f"{len(all_paths) - len(paths)} input(s) read as documents (JSON lines, "
+                      "Parquet, compressed files or standard input) are counted on local "
+                      "processes: only plain text files are counted on the Dask cluster",
+                      UserWarning, stacklevel=3)
     total, stats = _count_text(paths, special_tokens, pattern, num_workers, client, progress)
     if len(paths) < len(all_paths):
         _count_documents([p for p in all_paths if kind_of(p) != "text"], special_tokens,

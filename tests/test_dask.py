@@ -106,3 +106,14 @@ def test_killed_worker_is_retried(client, tmp_path):
     assert result["counts"] == want
     client.wait_for_workers(2, timeout=60)
     assert victim not in client.run(os.getpid).values()  # it really died and was replaced
+
+
+def test_documents_counted_here_with_a_warning(client, corpus_files, tmp_path):
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text('{"text": "a few words here"}\n{"text": "and more words"}\n',
+                     encoding="utf-8")
+    inputs = [corpus_files[0], str(jsonl)]
+    with pytest.warns(UserWarning, match="1 input.*counted on local processes"):
+        on_dask = bpe_cffi.count_words(inputs, [EOT], client=client)
+    assert on_dask == bpe_cffi.count_words(inputs, [EOT], num_workers=1)
+    assert on_dask[b" words"] >= 2
