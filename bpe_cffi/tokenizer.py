@@ -40,8 +40,9 @@ class Tokenizer:
         token), or {str: id} as tiktoken gives them (each special then has that id, its
         bytes that id's token); pattern: the pre-tokenization regex, or a family's name
         (bpe_cffi.PATTERNS).
-        num_threads: a long text (over 2 MB) is cut at safe edges and its parts encoded at
-        once on this many threads (None: one per core). The ids never depend on it.
+        num_threads: a long text (2 MB or more, with a pattern that has a C scanner) is cut
+        at safe edges and its parts encoded at once on this many threads (None: one per
+        core); so are long batches. The ids never depend on it.
         cache_bytes: the most memory kept for the ids of units (a word with the space before
         it and the punctuation after it) encoded by earlier calls, so that later calls look
         them up instead of encoding them again; 0: no cache (nor does a bound under ~170 KB

@@ -19,8 +19,8 @@
  *
  * So a word takes 4n bytes of ranks beside its ids and 1/16 to 1/8 of that for the tree (its
  * leaves a power of two), where a heap of (rank, position) with 32-bit links took 8n of links
- * plus 8-24n of heap. Each merge is O(log n). Words of 2**31 bytes or more are refused with
- * BPE_EOVERFLOW. */
+ * plus 8-24n of heap. Each merge is O(log n). Words of INT32_MAX (2**31 - 1) bytes or more
+ * are refused with BPE_EOVERFLOW. */
 #include <stdint.h>
 #include <stdlib.h>
 
