@@ -35,6 +35,9 @@ except ImportError:
 _BLOCK = 1 << 20  # characters read at a time from a text stream
 _PARQUET_BATCH = 1024  # records read at a time from a Parquet file
 _JSON = json.JSONDecoder()  # .decode: the one JSON value a str holds, else JSONDecodeError
+# JSON's whitespace, all a blank line of JSON lines may hold: str.strip() would also take
+# U+3000, U+2028 or \x1c, and pass over a line that is not valid JSON without a word.
+_JSON_SPACE = " \t\r\n"
 # JSON may escape half of a UTF-16 surrogate pair alone ("\ud800"), which decodes to a str
 # that is no Unicode text (it cannot be UTF-8).
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -204,7 +207,7 @@ def jsonl_block_documents(block: str | bytes, where: str, text_field: str) -> li
             line = block.count(b"\n", 0, e.start) + 1
             raise BlockOfLinesError(f"{where} (a block of lines):{line}: not valid UTF-8 "
                                     f"({e.reason})") from None
-    lines = [line for line in block.split("\n") if line.strip()]
+    lines = [line for line in block.split("\n") if line.strip(_JSON_SPACE)]
     try:
         records = list(map(_JSON.decode, lines))
     except (ValueError, RecursionError):  # then line by line, to name the line (or, for an
@@ -389,7 +392,7 @@ def _jsonl_documents(f, path: str, text_field: str, file_start: bool = False
     for lineno, line in enumerate(f, 1):
         if lineno == 1 and file_start and line.startswith("\ufeff"):
             line = line[1:]
-        if not line.strip():
+        if not line.strip(_JSON_SPACE):
             continue
         try:
             record = _decode_json(line)

@@ -265,6 +265,19 @@ def test_json_lines_end_at_line_feeds_for_every_worker_count(tmp_path, fmt):
             bpe_cffi.count_words(bad, num_workers=workers)
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz"])
+@pytest.mark.parametrize("blank", ["\u3000", "\x1c", "\u2028", "\x0c"])
+def test_a_line_of_other_whitespace_is_no_blank_json_line(tmp_path, fmt, blank):
+    # Only JSON's whitespace (space, tab, CR, LF) makes a blank line, which is passed over;
+    # a line of other whitespace is not valid JSON: an error that names its line.
+    data = ('{"text": "a b"}\n \t\r\n' + blank + '\n{"text": "c"}\n').encode("utf-8")
+    path = tmp_path / f"docs.{fmt}"
+    path.write_bytes(gzip.compress(data) if fmt.endswith(".gz") else data)
+    for workers in (1, 2):
+        with pytest.raises(ValueError, match=r"docs\.jsonl.*:3: not valid JSON"):
+            bpe_cffi.count_words(str(path), num_workers=workers)
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz", "jsonl.zst"])
 def test_json_lines_after_a_byte_order_mark(corpus, tok, tmp_path, monkeypatch, fmt):
     # A JSON lines file that starts with a UTF-8 byte order mark (as Windows tools write
