@@ -33,8 +33,12 @@ def counts_to_arrays(counts: Mapping[bytes, int]) -> Arrays:
         values = list(map(operator.index, values))
     try:
         values = np.fromiter(values, dtype=np.int64, count=len(words))
-    except OverflowError as e:
-        raise TypeError(f"counts values must be ints that fit in 64 bits: {e}") from None
+    except OverflowError:  # a count past int64, either way (docs/spec.md 1.4)
+        past = next(v for v in values if not -2**63 <= v < 2**63)
+        if past < 0:
+            raise ValueError("counts values must be >= 0") from None
+        raise OverflowError(f"counts values must be below 2**63 (counts are 64-bit), got "
+                            f"{past}") from None
     if len(values) and values.min() < 0:
         raise ValueError("counts values must be >= 0")
     offsets = np.zeros(len(words) + 1, dtype=np.int64)

@@ -254,8 +254,13 @@ def test_train_from_counts_type_errors():
     for bad in (2.5, 0.9, "3", True, None):  # 2.5 was cut to 2, "3" read as 3
         with pytest.raises(TypeError, match="counts values must be ints"):
             train_from_counts({b"ab": bad, b"cd": 2}, 258)
-    with pytest.raises(TypeError, match="64 bits"):
-        train_from_counts({b"ab": 2**64}, 258)
+    with pytest.raises(ValueError, match=">= 0"):
+        train_from_counts({b"ab": -2**63 - 1}, 258)
+    # Counts are 64-bit (spec 1.4): one past it is an OverflowError, as too many pair
+    # occurrences are, whatever the word.
+    for counts in ({b"ab": 2**64}, {b"ab": 2**63}, {b"a": 2**70, b"ab": 1}):
+        with pytest.raises(OverflowError, match="below 2\\*\\*63"):
+            train_from_counts(counts, 258)
     assert train_from_counts({b"ab": np.int64(3), b"cd": 2}, 258) == \
         train_from_counts({b"ab": 3, b"cd": 2}, 258)
 
