@@ -117,15 +117,16 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
     all_paths = resolve_inputs(input_path)
     special_tokens = unique_specials(special_tokens)  # once: an iterator is read once
     paths = [p for p in all_paths if kind_of(p) == "text"]
-    if client is not None and len(paths) < len(all_paths):
-        warnings.warn(f"{len(all_paths) - len(paths)} input(s) read as documents (JSON lines, "
+    read_as_documents = [p for p in all_paths if kind_of(p) != "text"]
+    if client is not None and read_as_documents:
+        warnings.warn(f"{len(read_as_documents)} input(s) read as documents (JSON lines, "
                       "Parquet, compressed files or standard input) are counted on local "
                       "processes: only plain text files are counted on the Dask cluster",
                       UserWarning, stacklevel=3)
     total, stats = _count_text(paths, special_tokens, pattern, num_workers, client, progress)
-    if len(paths) < len(all_paths):
-        _count_documents([p for p in all_paths if kind_of(p) != "text"], special_tokens,
-                         pattern, num_workers, progress, text_field, total, stats)
+    if read_as_documents:
+        _count_documents(read_as_documents, special_tokens, pattern, num_workers, progress,
+                         text_field, total, stats)
     return total, stats
 
 
