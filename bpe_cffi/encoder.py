@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from .counter import text_error, utf8_documents, utf8_offsets
 from .files import MergeNotInVocabulary, MergeParts, offsets_of
 from .patterns import Pretokenizer
 from .specials import Pieces, SpecialTokens, special_only_ids
-from .threads import map_in_threads
+from .threads import in_threads
 
 _LIST_DIRECT_CHARS = 1 << 10  # up to this many characters encode_list skips numpy
 _SHARED_INTS_FROM = 1 << 16  # from this many ids on, a list takes the vocabulary's own ints
@@ -29,6 +29,9 @@ _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at leas
 # half holds 1.7x the distinct units of its first), and two parts a thread even that out at
 # the price of a few more units encoded once per part.
 _PARTS_PER_THREAD = 2
+# A list is made a part at a time on the calling thread while the threads encode the parts
+# after it: smaller parts let it start sooner and leave less to do once the last is encoded.
+_LIST_PARTS_PER_THREAD = 8
 # A batch is cut finer, so that the UTF-8 of the next run is made while the threads encode.
 _BATCH_PARTS_PER_THREAD = 8
 _BATCH_MIN_CHARS = 1 << 18
@@ -126,22 +129,37 @@ class Encoder:
             return self._encode_regex([text])[0].astype(dtype, copy=False)  # checked there
         # lone surrogates raise UnicodeEncodeError here
         data = text if isinstance(text, bytes) else text.encode("utf-8")
-        n = min(_PARTS_PER_THREAD * self.num_threads, len(data) // _THREAD_MIN_BYTES)
+        parts = list(self._parts_in_threads(data, _PARTS_PER_THREAD))
+        if len(parts) == 1:
+            return parts[0].astype(dtype, copy=False)
+        return np.concatenate(parts, dtype=dtype, casting="unsafe")  # cast as they are joined
+
+    def _parts_in_threads(self, data: bytes, parts_per_thread: int) -> Iterator[np.ndarray]:
+        """The checked ids of data, a part at a time: a long text is cut at safe edges into
+        parts (at most parts_per_thread a thread, none under _THREAD_MIN_BYTES) that the
+        threads encode at once, yielded in order as they are done."""
+        n = min(parts_per_thread * self.num_threads, len(data) // _THREAD_MIN_BYTES)
         if n <= 1:
-            return self._checked(self._encode_utf8(data), data).astype(dtype, copy=False)
+            yield self._checked(self._encode_utf8(data), data)
+            return
         view = memoryview(data)  # slices without copies
         cuts = self._edges.plan_text(data, n)
-        parts = map_in_threads(self._pool(), self._encode_utf8, [(view[a:b],) for a, b in cuts])
-        for part in parts:
-            self._checked(part, data)
-        return np.concatenate(parts, dtype=dtype, casting="unsafe")  # cast as they are joined
+        for part in in_threads(self._pool(), self._encode_utf8, [(view[a:b],) for a, b in cuts]):
+            yield self._checked(part, data)
 
     def encode_list(self, text: str) -> list[int]:
         """The ids of a text, as a list. Up to _LIST_DIRECT_CHARS characters (most calls of
         most programs), the list comes straight from a C buffer, with no array in between:
         12.9 against ~8 us for 100 characters (docs/performance.md)."""
-        if len(text) > _LIST_DIRECT_CHARS or self.pretokenizer.family is None:
+        if self.pretokenizer.family is None:
             return self.as_list(self.encode(text))
+        if len(text) > _LIST_DIRECT_CHARS:
+            # Each part becomes a list here while the threads encode the parts after it.
+            parts = self._parts_in_threads(text.encode("utf-8"), _LIST_PARTS_PER_THREAD)
+            found = self.as_list(next(parts))
+            for part in parts:
+                found += self.as_list(part)
+            return found
         data = text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError here
         pieces = self.specials.pieces(data)
         room = len(data) + (0 if pieces is None else len(pieces[2]))
@@ -178,29 +196,26 @@ class Encoder:
 
     # ---- batches ----
 
-    def encode_batch(self, texts: list[str], dtype=np.int32) -> tuple[np.ndarray, np.ndarray]:
-        """The ids of the texts back to back (as dtype), and where each text's ids end (int64):
-        each text a separate run of pieces, so nothing joins across two texts, while units
-        shared by several are encoded once. With two threads or more, a batch of 512 K
-        characters or more is cut into runs of texts of about 256 K or more, encoded at once on
-        the threads."""
+    def batch_runs(self, texts: list[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The ids of the texts a run of texts at a time, in order: each run's int32 ids and
+        where each of its texts' ids end (int64, counted from the run's first id). Each text
+        is a separate run of pieces, so nothing joins across two texts, while units shared by
+        several are encoded once. With two threads or more, a batch of 512 K characters or
+        more is cut into runs of about 256 K or more, encoded at once on the threads; each run
+        is yielded once it and those before it are done, so the caller may use it while the
+        threads encode the runs after it."""
         groups = self._batch_groups(texts)
-        if self.pretokenizer.family is None:
-            results = map_in_threads(self._pool(), self._encode_regex, [(g,) for g in groups]) \
-                if len(groups) > 1 else [self._encode_regex(texts)]
-        elif len(groups) <= 1:
-            results = [self._encode_prepared(*self._prepare(texts))]
+        if len(groups) <= 1:
+            yield self._encode_regex(texts) if self.pretokenizer.family is None \
+                else self._encode_prepared(*self._prepare(texts))
+        elif self.pretokenizer.family is None:
+            yield from in_threads(self._pool(), self._encode_regex, [(g,) for g in groups])
         else:
             # The UTF-8 of each run is made here, run after run, while the threads encode the
             # runs before it: made on the threads, it holds the GIL there, and the two threads
             # waited on each other for it (realmix's 408 k lines: 110-117 against 135-158 ms).
-            results = map_in_threads(self._pool(), self._encode_prepared,
-                                     (self._prepare(group) for group in groups))
-        if len(results) == 1:
-            return results[0][0].astype(dtype, copy=False), results[0][1]
-        offsets = np.cumsum([0] + [len(ids) for ids, _ in results[:-1]])
-        return (np.concatenate([ids for ids, _ in results], dtype=dtype, casting="unsafe"),
-                np.concatenate([ends + offset for (_, ends), offset in zip(results, offsets)]))
+            yield from in_threads(self._pool(), self._encode_prepared,
+                                  (self._prepare(group) for group in groups))
 
     def _batch_groups(self, texts: list[str]) -> list[list[str]]:
         """The texts in runs of about equal length, _BATCH_PARTS_PER_THREAD a thread. The
@@ -348,6 +363,18 @@ class Encoder:
             raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
                              "which have no token in the vocabulary")
         return ids
+
+
+def join_runs(runs: Iterable[tuple[np.ndarray, np.ndarray]], dtype
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Encoder.batch_runs joined: the ids of all the texts back to back (as dtype), and where
+    each text's ids end (int64)."""
+    runs = list(runs)
+    if len(runs) == 1:
+        return runs[0][0].astype(dtype, copy=False), runs[0][1]
+    offsets = np.cumsum([0] + [len(ids) for ids, _ in runs[:-1]])
+    return (np.concatenate([ids for ids, _ in runs], dtype=dtype, casting="unsafe"),
+            np.concatenate([ends + offset for (_, ends), offset in zip(runs, offsets)]))
 
 
 def _buf(ctype: str, data):

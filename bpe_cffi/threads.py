@@ -8,13 +8,20 @@ work is the same on one thread, only slower.
 from __future__ import annotations
 
 from concurrent.futures import Executor, Future
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 
 def map_in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) -> list:
-    """[fn(*args) for args in arg_tuples], on the pool's threads: each submitted as its
+    """[fn(*args) for args in arg_tuples], on the pool's threads (see in_threads)."""
+    return list(in_threads(pool, fn, arg_tuples))
+
+
+def in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) -> Iterator:
+    """fn(*args) for args in arg_tuples, on the pool's threads: each submitted as its
     arguments come (the calling thread may make the next ones while the threads work), the
-    results in order. Once the pool refuses one, it and the rest run here."""
+    results yielded in order, each as soon as it and those before it are done (the calling
+    thread may use one while the threads make the next). Once the pool refuses one, it and
+    the rest run here."""
     futures: list[Future] = []
     rest = iter(arg_tuples)
     try:
@@ -23,8 +30,12 @@ def map_in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) ->
                 futures.append(pool.submit(fn, *args))
             except RuntimeError:  # the interpreter shuts down (or the pool did)
                 here = [fn(*args)] + [fn(*more) for more in rest]
-                return [f.result() for f in futures] + here
-        return [f.result() for f in futures]
-    finally:  # after an error, what has not started need not run
+                for f in futures:
+                    yield f.result()
+                yield from here
+                return
+        for f in futures:
+            yield f.result()
+    finally:  # after an error, or once the caller stops, what has not started need not run
         for f in futures:
             f.cancel()

@@ -742,8 +742,9 @@ def test_encode_batch_regex_path_and_errors(trained):
     # batch, and for an item that has no length at all.
     many = ["some words of a line"] * 200_000
     for bad in (b"b", 7, None):
-        with pytest.raises(TypeError, match="encode_batch_to_numpy takes str"):
-            tok.encode_batch_to_numpy(many[:150_000] + [bad] + many[150_000:])
+        for method in (tok.encode_batch, tok.encode_batch_to_numpy):
+            with pytest.raises(TypeError, match=f"{method.__name__} takes str"):
+                method(many[:150_000] + [bad] + many[150_000:])
     with pytest.raises(TypeError):
         tok.encode_batch("not a list of texts but a str is iterable".encode())
     for method in (tok.encode_batch, tok.encode_batch_to_numpy, plain.encode_batch):
@@ -785,6 +786,17 @@ def test_missing_byte_inside_a_two_token_unit_is_reported():
     for text in ["é", "x\né", "é é"]:
         with pytest.raises(ValueError, match=r"byte\(s\) 0xa9 which"):
             tok.encode(text)
+
+
+def test_missing_byte_in_the_last_part_of_a_long_text():
+    # Over 2 MB a text is encoded in parts on the threads, and a list made a part at a time
+    # as they are done: an error in the last part is raised, and the threads go on serving.
+    tok = Tokenizer({i: bytes([i]) for i in list(range(0x80)) + [0xC3]}, [], num_threads=2)
+    text = "some words, and a line\n" * 150_000
+    for encode in (tok.encode, tok.encode_to_numpy):
+        with pytest.raises(ValueError, match=r"byte\(s\) 0xa9 which"):
+            encode(text + "é")
+        assert list(encode(text)) == list(text.encode())
 
 
 def test_missing_bytes_are_those_of_the_text_not_of_its_specials():
