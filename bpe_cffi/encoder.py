@@ -201,9 +201,8 @@ class Encoder:
         where each of its texts' ids end (int64, counted from the run's first id). Each text
         is a separate run of pieces, so nothing joins across two texts, while units shared by
         several are encoded once. With two threads or more, a batch of 512 K characters or
-        more is cut into runs of about 256 K or more, encoded at once on the threads; each run
-        is yielded once it and those before it are done, so the caller may use it while the
-        threads encode the runs after it."""
+        more is cut into runs of about 256 K or more, encoded at once on the threads (each run
+        is yielded once all are submitted, and it and those before it are done)."""
         groups = self._batch_groups(texts)
         if len(groups) <= 1:
             yield self._encode_regex(texts) if self.pretokenizer.family is None \

@@ -18,10 +18,10 @@ def map_in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) ->
 
 def in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) -> Iterator:
     """fn(*args) for args in arg_tuples, on the pool's threads: each submitted as its
-    arguments come (the calling thread may make the next ones while the threads work), the
-    results yielded in order, each as soon as it and those before it are done (the calling
-    thread may use one while the threads make the next). Once the pool refuses one, it and
-    the rest run here."""
+    arguments come (the calling thread may make the next ones while the threads work); once
+    all are submitted, the results are yielded in order, each as soon as it and those before
+    it are done (the calling thread may use one while the threads finish the next). Once the
+    pool refuses one, it and the rest run here."""
     futures: list[Future] = []
     rest = iter(arg_tuples)
     try:

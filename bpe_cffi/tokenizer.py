@@ -258,7 +258,8 @@ class Tokenizer:
         encoder = self._encoder_for(allowed_special)
         out: list[list[int]] = []
         with _collector_paused():  # lists of ints hold no cycles for it to find
-            # Each run's lists are made here while the threads encode the runs after it.
+            # A run's lists at a time: its ~0.4 M ids' object array and list reuse the heap's
+            # blocks, where one list of all the ids took fresh pages (docs/performance.md).
             for ids, ends in _batch_runs(encoder, texts, "encode_batch"):
                 flat, start = encoder.as_list(ids), 0
                 for end in ends.tolist():
