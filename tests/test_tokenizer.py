@@ -13,7 +13,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import tokenizers
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 import bpe_cffi
 from bpe_cffi import Tokenizer
@@ -1011,16 +1011,22 @@ def test_encode_batch_to_numpy_on_threads(tok):
                                                "<|end", "d>", "<|", "\n", "x", "y", "\0"]),
                               max_size=6)
                      .map("".join), min_size=1, max_size=10),
-       repeat=st.sampled_from([1, 4000]))
+       long=st.booleans())
+@example(docs=["a" + EOT[:5], EOT[5:] + "b"], long=False)  # a special across two documents
+@example(docs=["a" + EOT[:5], EOT[5:] + "b"], long=True)
 @settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
-def test_document_pieces_equal_each_document_searched_alone(specials, docs, repeat):
+def test_document_pieces_equal_each_document_searched_alone(specials, docs, long):
     # The specials of the joined documents are found once, unless one straddles two documents;
-    # either way the pieces are those of each document searched on its own. repeat: over
-    # 64 KB the search takes its array form. The documents back to back (utf8_offsets) or
+    # either way the pieces are those of each document searched on its own. long: repeated
+    # past 64 KB, where the search takes its array form (at most 4 000 times: all but the
+    # shortest lists of documents), and no further, since the one-by-one search that checks
+    # it costs Python's time per document. The documents back to back (utf8_offsets) or
     # joined by U+0000 (utf8_documents, unless one holds it), which a special may hold too.
     from bpe_cffi.counter import utf8_documents, utf8_offsets
     from bpe_cffi.specials import SpecialTokens
     found = SpecialTokens(specials, {s: i for i, s in enumerate(specials)})
+    once = len("".join(docs).encode())
+    repeat = min(4000, (1 << 16) // max(1, once) + 1) if long else 1
     data, offsets = utf8_offsets(docs * repeat)
     joined, doc_starts, doc_ends = utf8_documents(docs * repeat)
     assert [joined[a:b] for a, b in zip(doc_starts, doc_ends)] == \
