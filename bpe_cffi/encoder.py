@@ -30,7 +30,8 @@ _THREAD_MIN_BYTES = 1 << 20  # a text is cut for threads only into parts at leas
 # the price of a few more units encoded once per part.
 _PARTS_PER_THREAD = 2
 # A list is made a part at a time on the calling thread while the threads encode the parts
-# after it: smaller parts let it start sooner and leave less to do once the last is encoded.
+# after it: smaller parts let it start sooner and leave less to do once the last is encoded
+# (realmix as one text, cl100k: 246 against 296 ms with two parts a thread).
 _LIST_PARTS_PER_THREAD = 8
 # A batch is cut finer, so that the UTF-8 of the next run is made while the threads encode.
 _BATCH_PARTS_PER_THREAD = 8
