@@ -105,7 +105,8 @@ int bpe_decoder_new(const uint8_t *bytes, int64_t n_bytes, const int64_t *start,
 int bpe_decoder_length(const bpe_decoder *d, const int64_t *ids, int64_t n, int64_t *n_bytes,
                        int64_t *bad);
 /* Writes the bytes of ids, back to back, to out (room for cap bytes) and their number to
- * *n_out. BPE_EINVAL if an id has no token or out is too small. */
+ * *n_out; the bytes of out past *n_out may be overwritten too. BPE_EINVAL if an id has no
+ * token or out is too small. */
 int bpe_decoder_decode(const bpe_decoder *d, const int64_t *ids, int64_t n, uint8_t *out,
                        int64_t cap, int64_t *n_out);
 void bpe_decoder_free(bpe_decoder *d);

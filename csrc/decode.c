@@ -3,11 +3,19 @@
  * The decoder holds every token's bytes back to back and, per id, where they start and how
  * long they are (-1: no token has that id). Decoding is two passes over the ids: the length,
  * which also finds an unknown id before anything is written, then the copies. Immutable once
- * built, so one decoder may serve several threads at once. */
+ * built, so one decoder may serve several threads at once.
+ *
+ * Most tokens are a few bytes long, and a memcpy of a length known only at run time is a call
+ * that costs more than the copy: a token of up to SHORT bytes is copied as SHORT bytes, a
+ * fixed-size copy the compiler inlines, wherever SHORT bytes fit in what is left of the
+ * output (the bytes past the token are overwritten by the tokens after it, or lie past the
+ * end). The table is padded with SHORT bytes so that such a read never leaves it. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bpe.h"
+
+#define SHORT 16
 
 struct bpe_decoder {
     uint8_t *bytes;
@@ -25,7 +33,7 @@ int bpe_decoder_new(const uint8_t *bytes, int64_t n_bytes, const int64_t *start,
                     const int64_t *len, int64_t n_ids, bpe_decoder **out) {
     if (!out || n_bytes < 0 || n_ids < 0 || (n_ids > 0 && (!start || !len)) ||
         (n_bytes > 0 && !bytes) || (uint64_t)n_ids > SIZE_MAX / sizeof(int64_t) - 1 ||
-        (uint64_t)n_bytes > SIZE_MAX - 1)
+        (uint64_t)n_bytes > SIZE_MAX - SHORT)
         return BPE_EINVAL;
     *out = NULL;
     for (int64_t i = 0; i < n_ids; i++)
@@ -33,7 +41,7 @@ int bpe_decoder_new(const uint8_t *bytes, int64_t n_bytes, const int64_t *start,
             return BPE_EINVAL;
     bpe_decoder *d = calloc(1, sizeof *d);
     if (!d) return BPE_ENOMEM;
-    d->bytes = malloc((size_t)n_bytes + 1);
+    d->bytes = malloc((size_t)n_bytes + SHORT); /* SHORT bytes of padding: see above */
     d->start = malloc((size_t)n_ids * sizeof *d->start + 1);
     d->len = malloc((size_t)n_ids * sizeof *d->len + 1);
     if (!d->bytes || !d->start || !d->len) {
@@ -41,6 +49,7 @@ int bpe_decoder_new(const uint8_t *bytes, int64_t n_bytes, const int64_t *start,
         return BPE_ENOMEM;
     }
     if (n_bytes > 0) memcpy(d->bytes, bytes, (size_t)n_bytes);
+    memset(d->bytes + n_bytes, 0, SHORT);
     if (n_ids > 0) {
         memcpy(d->start, start, (size_t)n_ids * sizeof *d->start);
         memcpy(d->len, len, (size_t)n_ids * sizeof *d->len);
@@ -82,7 +91,11 @@ int bpe_decoder_decode(const bpe_decoder *d, const int64_t *ids, int64_t n, uint
     for (int64_t i = 0; i < n; i++) {
         int64_t m = token_len(d, ids[i]);
         if (m < 0 || m > cap - used) return BPE_EINVAL;
-        memcpy(out + used, d->bytes + d->start[ids[i]], (size_t)m);
+        const uint8_t *token = d->bytes + d->start[ids[i]];
+        if (m <= SHORT && cap - used >= SHORT)
+            memcpy(out + used, token, SHORT);
+        else
+            memcpy(out + used, token, (size_t)m);
         used += m;
     }
     *n_out = used;

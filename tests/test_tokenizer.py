@@ -500,6 +500,29 @@ def test_decode_equals_joining_the_tokens(tok, picks):
     assert type(tok.decode_bytes(ids * 2)) is bytes  # (C's bytearray, as bytes)
 
 
+@given(picks=st.lists(st.integers(0, 10**6), min_size=64, max_size=400),
+       room=st.integers(0, 40))
+@settings(max_examples=100)
+def test_decode_of_tokens_of_every_length_equals_joining_them(picks, room):
+    # C copies a token of up to 16 bytes as 16 bytes where they fit (the next token writes
+    # over what lies past it), and a longer one, or one near the end of the output, exactly.
+    lengths = [2, 3, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 40, 100]
+    vocab = {i: bytes([i]) for i in range(256)} | \
+        {256 + k: (b"%02d" % k + b"abcdefghijklmnopqrstuvwxyz" * 4)[:n]
+         for k, n in enumerate(lengths)}
+    assert sorted(map(len, vocab.values()))[256:] == lengths
+    tok = Tokenizer(vocab, [])
+    ids = [256 + p % len(lengths) if p % 3 else p % 256 for p in picks]
+    want = b"".join(vocab[i] for i in ids)
+    assert tok.decode_bytes(ids) == tok.decode_bytes(np.array(ids, np.int64)) == want
+    from bpe_cffi._lib import ffi, lib  # the output buffer larger than the bytes: cap > n_out
+    table = tok._decoder._c_table()
+    out, n_out = ffi.new("uint8_t[]", len(want) + room), ffi.new("int64_t *")
+    assert lib.bpe_decoder_decode(table, ffi.new("int64_t[]", ids), len(ids), out,
+                                  len(want) + room, n_out) == lib.BPE_OK
+    assert ffi.buffer(out, n_out[0])[:] == want
+
+
 @pytest.mark.parametrize("repeat", [1, 10])  # a short list of ids (joined) and a long one (C)
 def test_decode_errors_on_both_ways(tok, repeat):
     some = tok.encode("In the beginning God created the heaven and the earth.") * repeat
