@@ -130,23 +130,23 @@ class Encoder:
             return self._encode_regex([text])[0].astype(dtype, copy=False)  # checked there
         # lone surrogates raise UnicodeEncodeError here
         data = text if isinstance(text, bytes) else text.encode("utf-8")
-        parts = list(self._parts_in_threads(data, _PARTS_PER_THREAD))
+        parts = tuple(self._parts(data, _PARTS_PER_THREAD))
         if len(parts) == 1:
             return parts[0].astype(dtype, copy=False)
         return np.concatenate(parts, dtype=dtype, casting="unsafe")  # cast as they are joined
 
-    def _parts_in_threads(self, data: bytes, parts_per_thread: int) -> Iterator[np.ndarray]:
+    def _parts(self, data: bytes, parts_per_thread: int) -> Iterable[np.ndarray]:
         """The checked ids of data, a part at a time: a long text is cut at safe edges into
         parts (at most parts_per_thread a thread, none under _THREAD_MIN_BYTES) that the
-        threads encode at once, yielded in order as they are done."""
+        threads encode at once, yielded in order as they are done; a shorter one is one part,
+        encoded here (a tuple of it: no generator on the path of short calls)."""
         n = min(parts_per_thread * self.num_threads, len(data) // _THREAD_MIN_BYTES)
         if n <= 1:
-            yield self._checked(self._encode_utf8(data), data)
-            return
+            return (self._checked(self._encode_utf8(data), data),)
         view = memoryview(data)  # slices without copies
         cuts = self._edges.plan_text(data, n)
-        for part in in_threads(self._pool(), self._encode_utf8, [(view[a:b],) for a, b in cuts]):
-            yield self._checked(part, data)
+        return (self._checked(part, data) for part in
+                in_threads(self._pool(), self._encode_utf8, [(view[a:b],) for a, b in cuts]))
 
     def encode_list(self, text: str) -> list[int]:
         """The ids of a text, as a list. Up to _LIST_DIRECT_CHARS characters (most calls of
@@ -156,7 +156,7 @@ class Encoder:
             return self.as_list(self.encode(text))
         if len(text) > _LIST_DIRECT_CHARS:
             # Each part becomes a list here while the threads encode the parts after it.
-            parts = self._parts_in_threads(text.encode("utf-8"), _LIST_PARTS_PER_THREAD)
+            parts = iter(self._parts(text.encode("utf-8"), _LIST_PARTS_PER_THREAD))
             found = self.as_list(next(parts))
             for part in parts:
                 found += self.as_list(part)
