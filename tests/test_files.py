@@ -132,6 +132,31 @@ def test_every_byte_string_survives_every_format(tmp_path, extra):
     assert files.load_tiktoken(out / "tokenizer.tiktoken") == plain
 
 
+@given(token=st.binary(max_size=20))
+def test_token_to_str_writes_each_byte_as_gpt2s_character(token):
+    assert files.token_to_str(token) == "".join(files.BYTE_TO_CHAR[b] for b in token)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=5), inner, max_size=5), max_leaves=30)
+
+
+@given(value=json_values, indent=st.integers(0, 3))
+@settings(max_examples=300)
+def test_json_indented_is_the_json_modules_indented_text(value, indent):
+    # The files are written as json.dumps with an indent writes them, whatever the nesting.
+    assert files.json_indented(value, indent) == json.dumps(value, ensure_ascii=False,
+                                                            indent=indent)
+
+
+def test_saved_files_are_the_json_modules_indented_text(saved):
+    for name, indent in (("vocab.json", 0), ("tokenizer.json", 1)):
+        text = (saved / name).read_text(encoding="utf-8")
+        assert text == json.dumps(json.loads(text), ensure_ascii=False, indent=indent)
+
+
 # ---- malformed files -----------------------------------------------------------------------
 
 def test_truncated_vocab_json_names_file_and_line(saved):
