@@ -892,26 +892,6 @@ def load_tiktoken(path) -> Vocab:
     return vocab
 
 
-def merges_from_ranks(vocab: Vocab) -> Merges:
-    """The merges of a rank table (tiktoken's format has none), as tiktoken applies its ranks:
-    any two adjacent parts whose bytes joined are a token merge, the lowest-ranked such token
-    first. So every split of a token into two tokens is a merge, ranked by the token (then by
-    its parts' ranks, as tokenizers' converter orders them). With ignore_merges (tiktoken's
-    whole-token rule) this gives tiktoken's ids; for a table learned by BPE, only the splits
-    that BPE made ever apply."""
-    ranks = {t: i for i, t in vocab.items()}
-    found = []
-    for r, token in vocab.items():
-        for k in range(1, len(token)):
-            a = ranks.get(token[:k])
-            if a is not None:
-                b = ranks.get(token[k:])
-                if b is not None:
-                    found.append((r, a, b, k))
-    found.sort()
-    return [(vocab[r][:k], vocab[r][k:]) for r, _, _, k in found]
-
-
 # ---- all formats at once --------------------------------------------------------------------
 
 FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken")

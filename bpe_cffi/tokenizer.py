@@ -12,9 +12,9 @@ import numpy as np
 from .chunking import Edges, cut_stream
 from .counting import checked_int, resolve_workers
 from .decoder import Decoder
-from .encoder import Encoder, join_runs
+from .encoder import Encoder, join_runs, merges_from_ranks
 from .files import (MergeNotInVocabulary, MergeParts, check_vocab, load_gpt2, load_hf,
-                    load_tiktoken, merges_from_ranks, merges_txt_line, save)
+                    load_tiktoken, merges_txt_line, save)
 from .patterns import GPT2_PATTERN, pretokenizer
 from .specials import SpecialTokens, add_special_ids, place_specials, unique_specials
 

@@ -77,6 +77,16 @@ int bpe_merge_ids(const uint8_t *vocab, const int64_t *vocab_at, const int32_t *
                   int64_t n_merges, int32_t *left, int32_t *right, int32_t *merged,
                   int64_t *bad);
 
+/* The merges a rank table (tiktoken's format, which names none) implies: every split of a
+ * token into two tokens. The vocabulary is given as for bpe_merge_ids. For token i and each
+ * cut k (0 < k < its length) whose two sides are both tokens, writes i to token[j], the
+ * sides' ids to left[j] and right[j] and k to cut[j], for j = 0, 1, ... in token order, then
+ * cut order; *n_found gets their number. room: the entries each array holds; BPE_EINVAL if
+ * more splits are found (the sum of each token's length - 1 always suffices). */
+int bpe_rank_splits(const uint8_t *vocab, const int64_t *vocab_at, const int32_t *vocab_id,
+                    int64_t n_vocab, int32_t *token, int32_t *left, int32_t *right,
+                    int32_t *cut, int64_t room, int64_t *n_found);
+
 /* A cache of encoded units (unit_cache.h) that bpe_encode calls may share, holding at most
  * max_bytes of memory (under about 175 KB: nothing), for an encoder whose ids are below n_ids
  * (the fewer, the more ids a slot holds). Several threads may use one at once. Only the encoder

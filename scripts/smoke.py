@@ -37,7 +37,7 @@ assert tok.decode(tok.encode_to_numpy(long_words)) == long_words
 # them, and a tiktoken rank file's merges: every split of a token into two tokens.
 whole = dict(vocab)
 whole[max(whole) + 1] = b" " + b"q" * 299
-tok_whole = bpe_cffi.Tokenizer(whole, bpe_cffi.files.merges_from_ranks(whole), ["<|endoftext|>"],
+tok_whole = bpe_cffi.Tokenizer(whole, bpe_cffi.encoder.merges_from_ranks(whole), ["<|endoftext|>"],
                                ignore_merges=True)
 assert tok_whole.encode(" " + "q" * 299) == [max(whole)]
 assert tok_whole.decode(tok_whole.encode(text)) == text

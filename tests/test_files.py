@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_cffi
 from bpe_cffi import Tokenizer, files
+from bpe_cffi.encoder import merges_from_ranks
 
 EOT = "<|endoftext|>"
 TEXT = "In the beginning<|endoftext|> God created  the heaven\n\nand the earth. 'tis 123 🙂"
@@ -68,7 +69,7 @@ def test_each_format_loads_alone(saved, trained, tmp_path):
     assert v == {i: t for i, t in vocab.items() if t != EOT.encode()}
     # Every split of a token into two tokens is a merge, by the token's rank: BPE's own
     # merges among them, in their order.
-    recovered = files.merges_from_ranks(v)
+    recovered = merges_from_ranks(v).pairs()
     learned = set(merges)
     assert [m for m in recovered if m in learned] == merges
     assert all(a + b in v.values() for a, b in recovered)
@@ -935,6 +936,35 @@ def rank_tables_and_texts(draw):
     return ranks, text
 
 
+def reference_merges_from_ranks(vocab):
+    """Every split of a token into two tokens, by (token's rank, left's, right's, cut): the
+    rule of spec 3.3 with dict lookups."""
+    ranks = {t: i for i, t in vocab.items()}
+    found = sorted((r, ranks[t[:k]], ranks[t[k:]], k) for r, t in vocab.items()
+                   for k in range(1, len(t)) if t[:k] in ranks and t[k:] in ranks)
+    return [(vocab[r][:k], vocab[r][k:]) for r, _, _, k in found]
+
+
+@given(parts=st.lists(st.binary(min_size=1, max_size=25).map(
+           lambda b: bytes(b"ab\xff"[x % 3] for x in b)), min_size=1, max_size=30),
+       data=st.data())
+@settings(max_examples=300)
+def test_merges_from_ranks_are_every_split_into_two_tokens(parts, data):
+    # Tokens joined from others, so that they split, some past 16 bytes (the word table
+    # keeps the first 16 in its slot); ranks scattered and listed out of order.
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, 99), st.integers(0, 99)), max_size=40))
+    tokens = list(parts)
+    for i, j in pairs:
+        tokens.append(tokens[i % len(tokens)] + tokens[j % len(tokens)])
+    tokens = list(dict.fromkeys(tokens))
+    ranks = data.draw(st.lists(st.integers(0, 2**31 - 1), min_size=len(tokens),
+                               max_size=len(tokens), unique=True))
+    vocab = dict(zip(ranks, tokens))
+    got = merges_from_ranks(vocab)
+    assert got.pairs() == reference_merges_from_ranks(vocab)
+    assert len(got) == len(got.pairs())
+
+
 @given(table=rank_tables_and_texts())
 @settings(max_examples=300, deadline=None)
 def test_rank_table_gives_tiktokens_ids(table):
@@ -943,7 +973,7 @@ def test_rank_table_gives_tiktokens_ids(table):
     import tiktoken
     ranks, text = table
     vocab = {r: t for t, r in ranks.items()}
-    ours = Tokenizer(vocab, files.merges_from_ranks(vocab), ignore_merges=True)
+    ours = Tokenizer(vocab, merges_from_ranks(vocab), ignore_merges=True)
     theirs = tiktoken.Encoding("hyp", pat_str=ours.pattern, mergeable_ranks=ranks,
                                special_tokens={})
     assert ours.encode(text) == theirs.encode(text)
