@@ -345,6 +345,7 @@ def check_regular_file(path: str, what: str) -> str:
 
 def save_gpt2(vocab: Vocab, merges: Merges, vocab_path: str, merges_path: str) -> None:
     """Writes GPT-2's vocab.json and merges.txt, together atomically (atomic_writes)."""
+    merges = list(merges)  # read twice below
     spelled = _spellings(vocab, merges)
     with atomic_writes([vocab_path, merges_path]) as (vocab_f, merges_f):
         _write_vocab_json(vocab_f, vocab, spelled)

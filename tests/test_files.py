@@ -152,6 +152,27 @@ def test_json_indented_is_the_json_modules_indented_text(value, indent):
                                                             indent=indent)
 
 
+def test_saved_files_are_written_line_by_line_in_id_and_rank_order(tmp_path):
+    # Each file's text in full, as the formats' own writers lay it out: vocab.json by id,
+    # one entry a line; merges.txt by rank after its version line; the rank file by rank.
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b" t", 257: b" th", 258: b"\xc3\xa9"}
+    merges = [(b" ", b"t"), (b" t", b"h"), (b"\xc3", b"\xa9")]
+    bpe_cffi.save(vocab, merges, tmp_path, ["<s>"])
+    spelled = {i: "".join(files.BYTE_TO_CHAR[b] for b in t) for i, t in vocab.items()}
+    assert (tmp_path / "vocab.json").read_text(encoding="utf-8") == (
+        "{\n" + ",\n".join(f"{json.dumps(s, ensure_ascii=False)}: {i}"
+                           for i, s in sorted((spelled | {259: "<s>"}).items())) + "\n}")
+    assert (tmp_path / "merges.txt").read_text(encoding="utf-8") == \
+        "#version: 0.2\nĠ t\nĠt h\nÃ ©\n"
+    assert (tmp_path / "tokenizer.tiktoken").read_text(encoding="ascii") == "".join(
+        f"{base64.b64encode(t).decode()} {i}\n" for i, t in sorted(vocab.items()))
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    files.save_gpt2(vocab, iter(merges), str(gpt2 / "vocab.json"), str(gpt2 / "merges.txt"))
+    assert (gpt2 / "merges.txt").read_text(encoding="utf-8") == \
+        (tmp_path / "merges.txt").read_text(encoding="utf-8")
+
+
 def test_saved_files_are_the_json_modules_indented_text(saved):
     for name, indent in (("vocab.json", 0), ("tokenizer.json", 1)):
         text = (saved / name).read_text(encoding="utf-8")
