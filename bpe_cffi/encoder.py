@@ -421,8 +421,11 @@ def merges_from_ranks(vocab: Mapping[int, bytes]) -> MergeParts:
     ends = np.cumsum(size)
     merge_at = np.empty(2 * n + 1, np.int64)
     merge_at[0], merge_at[2::2], merge_at[1::2] = 0, ends, ends - size + cut
-    byte_at = np.arange(ends[-1]) + np.repeat(at[token] - (ends - size), size)
-    return MergeParts(np.frombuffer(blob, np.uint8)[byte_at].tobytes(), merge_at)
+    data = np.empty(int(ends[-1]), np.uint8)
+    check(lib.bpe_gather_bytes(blob, len(blob), _buf("int64_t[]", at[token]),
+                               _buf("int64_t[]", size), n, _buf("uint8_t[]", data), len(data)),
+          "bpe_gather_bytes")
+    return MergeParts(data.tobytes(), merge_at)
 
 
 def merge_ids(token_to_id: Mapping[bytes, int], merges: MergeParts):

@@ -87,6 +87,12 @@ int bpe_rank_splits(const uint8_t *vocab, const int64_t *vocab_at, const int32_t
                     int64_t n_vocab, int32_t *token, int32_t *left, int32_t *right,
                     int32_t *cut, int64_t room, int64_t *n_found);
 
+/* Copies n slices of src (n_src bytes) back to back into out (n_out bytes): slice i is
+ * src[starts[i] .. starts[i] + sizes[i]). BPE_EINVAL, with nothing written, if a slice lies
+ * outside src or they do not fit in out. (The bytes of the merges bpe_rank_splits finds.) */
+int bpe_gather_bytes(const uint8_t *src, int64_t n_src, const int64_t *starts,
+                     const int64_t *sizes, int64_t n, uint8_t *out, int64_t n_out);
+
 /* A cache of encoded units (unit_cache.h) that bpe_encode calls may share, holding at most
  * max_bytes of memory (under about 175 KB: nothing), for an encoder whose ids are below n_ids
  * (the fewer, the more ids a slot holds). Several threads may use one at once. Only the encoder

@@ -6,6 +6,7 @@
  * A rank file (tiktoken's) names no merges at all: every split of a token into two tokens is
  * one (bpe_rank_splits), 1.4 M splits to try for 200 000 tokens. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "bpe.h"
 #include "word_table.h"
@@ -190,4 +191,24 @@ int bpe_rank_splits(const uint8_t *vocab, const int64_t *vocab_at, const int32_t
     free(has_len);
     *n_found = found;
     return rc;
+}
+
+int bpe_gather_bytes(const uint8_t *src, int64_t n_src, const int64_t *starts,
+                     const int64_t *sizes, int64_t n, uint8_t *out, int64_t n_out) {
+    if (n < 0 || n_src < 0 || n_out < 0 || (n > 0 && (!starts || !sizes)) ||
+        (n_src > 0 && !src) || (n_out > 0 && !out))
+        return BPE_EINVAL;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; i++) { /* all checked before anything is written */
+        if (starts[i] < 0 || sizes[i] < 0 || starts[i] > n_src - sizes[i] ||
+            sizes[i] > n_out - at)
+            return BPE_EINVAL;
+        at += sizes[i];
+    }
+    at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(out + at, src + starts[i], (size_t)sizes[i]);
+        at += sizes[i];
+    }
+    return BPE_OK;
 }
