@@ -18,7 +18,7 @@ import numpy as np
 from . import __version__
 from .counting import MAX_WORKERS, count_words_arrays
 from .files import (FILES, check_name_lengths, check_regular_file, check_specials_saveable,
-                    output_target, save)
+                    distinct_outputs, save)
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -135,8 +135,7 @@ def _check_out_directory(out: str) -> None:
         raise PermissionError(f"cannot write into {existing!r} (for --out {out!r})")
     check_name_lengths(out, existing)  # save would make the directories above a long name
     if existing == os.path.abspath(out):  # its files too: a directory at vocab.json, a FIFO
-        for name in FILES:
-            output_target(os.path.join(out, name))
+        distinct_outputs([os.path.join(out, name) for name in FILES])
 
 
 def _note_if_regex(pattern: str) -> None:

@@ -168,7 +168,7 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
     through, as open() would: its target is replaced, not the link. A path that exists and is
     no regular file (a device, a FIFO: renaming over it would replace the node itself) is
     refused, as is one ending in a separator."""
-    targets = [output_target(p) for p in paths]
+    targets = distinct_outputs(paths)
     temps: list[tuple[str, object]] = []  # (temporary path, its open file)
     try:
         for target in targets:
@@ -187,6 +187,19 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
             with contextlib.suppress(FileNotFoundError):  # (renamed already)
                 os.unlink(tmp)
         raise
+
+
+def distinct_outputs(paths: list[str]) -> list[str]:
+    """The files the output paths name (output_target), a ValueError if two are one file (a
+    symbolic link to another output): the second written would replace the first."""
+    targets = [output_target(p) for p in paths]
+    seen: dict[str, str] = {}
+    for path, target in zip(paths, targets):
+        other = seen.setdefault(os.path.realpath(target), path)
+        if other != path:
+            raise ValueError(f"the outputs {other!r} and {path!r} are one file (a symbolic "
+                             "link): writing both would lose one")
+    return targets
 
 
 def output_target(path: str) -> str:

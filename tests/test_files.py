@@ -887,6 +887,25 @@ def test_an_output_that_is_a_symlink_is_written_through(tmp_path):
     assert link.is_symlink() and target.read_bytes() == b"new"
 
 
+def test_outputs_that_are_one_file_are_refused_before_anything_is_written(saved, tmp_path,
+                                                                        capsys):
+    # vocab.json a link to merges.txt: both were written, the merges over the vocabulary.
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "merges.txt").write_text("old")
+    (out / "vocab.json").symlink_to("merges.txt")
+    tok = Tokenizer.load(saved)
+    with pytest.raises(ValueError, match=r"the outputs .*vocab.json.* and .*merges.txt.* are "
+                                         "one file"):
+        tok.save(out)
+    assert (out / "merges.txt").read_text() == "old"
+    assert sorted(os.listdir(out)) == ["merges.txt", "vocab.json"]
+    # The command line refuses it before training.
+    from bpe_cffi.cli import main
+    assert main(["train", "--sample", "--vocab-size", "300", "--out", str(out)]) == 1
+    assert "are one file" in capsys.readouterr().err
+
+
 def test_inputs_of_the_wrong_type_say_so(tmp_path):
     for bad, message in ((5, "not int"), (3.5, "not float"), ([1], "must be a str or path-like")):
         with pytest.raises(TypeError, match=message):
