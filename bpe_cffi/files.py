@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
-from .patterns import GPT2_PATTERN, family_of, pretokenizer, resolve_pattern
+from .patterns import GPT2_PATTERN, PATTERNS, family_of, pretokenizer, resolve_pattern
 from .specials import add_special_ids, special_only_ids, unique_specials
 
 Vocab = dict[int, bytes]
@@ -595,7 +595,13 @@ def _hf_pattern(pre: dict | None, path: str) -> str:
     or a Split regex (isolated) before a ByteLevel that does not split. Anything else changes
     the pre-tokens in ways bpe_cffi does not follow, so it is refused rather than misread."""
     def byte_level(p: dict, use_regex: bool) -> bool:
-        if p.get("type") != "ByteLevel" or bool(p.get("use_regex", True)) != use_regex:
+        if p.get("type") != "ByteLevel":
+            return False
+        for flag in ("use_regex", "add_prefix_space"):  # ("no" is no false)
+            if not isinstance(p.get(flag, True), bool):
+                raise ValueError(f"{path}: pre_tokenizer ByteLevel {flag} is {p[flag]!r}, not "
+                                 "true or false")
+        if p.get("use_regex", True) != use_regex:
             return False
         if p.get("add_prefix_space", True):
             raise ValueError(f"{path}: pre_tokenizer ByteLevel with add_prefix_space adds a "
@@ -632,6 +638,10 @@ def _family_read_alike(split_regex: str, path: str) -> str:
     """A tokenizer.json's Split regex, refused if it spells a family's pattern in a form that
     tokenizers reads otherwise: bpe_cffi would take it for the family and split as the family
     does, where tokenizers splits otherwise (spec 3.2)."""
+    if split_regex in PATTERNS:  # as a regex, only its own text; bpe_cffi would take the name
+        raise ValueError(f"{path}: the Split regex {split_regex!r} is a name of bpe_cffi's "
+                         "patterns, which would be read as that pattern; as a regex it matches "
+                         "only its own text")
     family = family_of(split_regex)
     found = _READ_OTHERWISE.search(split_regex) if family is not None else None
     if found:
@@ -662,7 +672,13 @@ def _check_hf_model(doc: dict, path: str) -> None:
                              f"{' or '.join(map(repr, accepted))}")
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{path}: model.ignore_merges is {model['ignore_merges']!r}, not a bool")
-    for t in doc.get("added_tokens") or []:
+    if not isinstance(doc.get("added_tokens", []), list):
+        raise ValueError(f"{path}: added_tokens is {doc['added_tokens']!r}, not a list")
+    for t in doc.get("added_tokens", []):
+        for flag in ("lstrip", "rstrip", "single_word", "normalized", "special"):
+            if not isinstance(t.get(flag, False), bool):  # ("no" is no false)
+                raise ValueError(f"{path}: added token {t.get('content')!r} has {flag} "
+                                 f"{t[flag]!r}, not true or false")
         for flag in ("lstrip", "rstrip", "single_word"):
             if t.get(flag):
                 raise ValueError(f"{path}: added token {t.get('content')!r} has {flag} set; "
@@ -970,6 +986,8 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     false, as a tokenizer.json it was loaded from had them (Hugging Face's decode with
     skip_special_tokens keeps those); they encode as every special token does."""
     specials = unique_specials(special_tokens)  # one str is refused: its characters are no tokens
+    if not isinstance(ignore_merges, bool):  # as Tokenizer checks it
+        raise TypeError(f"ignore_merges must be a bool, not {type(ignore_merges).__name__}")
     check_vocab(vocab)
     merges = list(merges)
     MergeParts.of(merges)  # each a pair of bytes

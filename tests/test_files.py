@@ -293,6 +293,40 @@ def test_malformed_tokenizer_json_is_a_value_error_naming_it(saved, case, messag
         Tokenizer.load(saved)
 
 
+@pytest.mark.parametrize("case, message", [
+    # read as true by bool(): "no" applied GPT-2's regex, "no" made a token special
+    ("use_regex a str", "pre_tokenizer ByteLevel use_regex is 'no', not true or false"),
+    ("add_prefix_space a number", "add_prefix_space is 0, not true or false"),
+    ("special a str", "has special 'no', not true or false"),
+    ("added_tokens an object", "added_tokens is {}, not a list"),
+    # a family's name, as a Split regex, was read as the family (tokenizers: only itself)
+    ("Split regex a name", "the Split regex 'o200k' is a name of bpe_cffi's patterns"),
+])
+def test_tokenizer_json_settings_of_the_wrong_type_are_refused(saved, case, message):
+    def edit(doc):
+        if case == "use_regex a str":
+            doc["pre_tokenizer"]["use_regex"] = "no"
+        elif case == "add_prefix_space a number":
+            doc["pre_tokenizer"]["add_prefix_space"] = 0
+        elif case == "special a str":
+            doc["added_tokens"][0]["special"] = "no"
+        elif case == "added_tokens an object":
+            doc["added_tokens"] = {}
+        else:
+            doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": "o200k"}, "behavior": "Isolated"},
+                {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
+    _edited(saved, edit)
+    with pytest.raises(ValueError, match=f"tokenizer.json: .*{message}"):
+        Tokenizer.load(saved)
+
+
+def test_save_takes_ignore_merges_as_a_bool_only(trained, tmp_path):
+    with pytest.raises(TypeError, match="ignore_merges must be a bool, not str"):
+        bpe_cffi.save(*trained, tmp_path, ignore_merges="no")  # was written as true
+    assert not os.listdir(tmp_path)
+
+
 @pytest.mark.parametrize("name", ["tokenizer.json", "vocab.json", "merges.txt"])
 def test_tokenizer_files_not_utf8_or_nested_too_deeply(saved, name):
     path = saved / name
