@@ -180,13 +180,21 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
             f.close()
         with _interrupts_held():
             _rename_all([tmp for tmp, _ in temps], targets)
-    except BaseException:
+    except BaseException as e:
         for tmp, f in temps:
             with contextlib.suppress(OSError):  # its flush may fail again (a full disk)
                 f.close()
             with contextlib.suppress(FileNotFoundError):  # (renamed already)
                 os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None and e.errno in _OUT_OF_ROOM:
+            # A write or flush says only "No space left on device": say what it was writing.
+            raise OSError(e.errno, f"cannot write {', '.join(map(repr, paths))}: "
+                                   f"{e.strerror}") from None
         raise
+
+
+# A file system with no room for an output (the errors a read does not give).
+_OUT_OF_ROOM = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
 def distinct_outputs(paths: list[str]) -> list[str]:

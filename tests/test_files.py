@@ -350,6 +350,22 @@ def test_vocab_json_bad_id(tmp_path):
 
 # ---- atomic writes -------------------------------------------------------------------------
 
+def test_a_full_disk_names_the_files_being_written(saved, trained, monkeypatch):
+    # The write's own error named nothing: "[Errno 28] No space left on device".
+    before = {n: (saved / n).read_bytes() for n in files.FILES}
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files, "_write_tiktoken", full)
+    with pytest.raises(OSError, match=r"cannot write .*vocab\.json.*tokenizer\.tiktoken.*: "
+                                      "No space left on device") as raised:
+        Tokenizer(*trained, [EOT]).save(saved)
+    assert raised.value.errno == errno.ENOSPC
+    assert {n: (saved / n).read_bytes() for n in files.FILES} == before
+    assert not [n for n in os.listdir(saved) if n.endswith(".tmp")]
+
+
 def test_failed_save_leaves_previous_files_whole(saved, trained, monkeypatch):
     before = {n: (saved / n).read_bytes() for n in files.FILES}
 
