@@ -173,23 +173,26 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
     try:
         for target in targets:
             temps.append(_create_temporary(target, mode))
-        yield tuple(f for _, f in temps)
-        for _, f in temps:
-            f.flush()
-            os.fsync(f.fileno())
-            f.close()
+        try:
+            yield tuple(f for _, f in temps)
+            for _, f in temps:
+                f.flush()
+                os.fsync(f.fileno())
+                f.close()
+        except OSError as e:
+            # A write or flush says only "No space left on device": say what it was writing.
+            if e.filename is None and e.errno in _OUT_OF_ROOM:
+                raise OSError(e.errno, f"cannot write {', '.join(map(repr, paths))}: "
+                                       f"{e.strerror}") from e
+            raise
         with _interrupts_held():
             _rename_all([tmp for tmp, _ in temps], targets)
-    except BaseException as e:
+    except BaseException:
         for tmp, f in temps:
             with contextlib.suppress(OSError):  # its flush may fail again (a full disk)
                 f.close()
             with contextlib.suppress(FileNotFoundError):  # (renamed already)
                 os.unlink(tmp)
-        if isinstance(e, OSError) and e.filename is None and e.errno in _OUT_OF_ROOM:
-            # A write or flush says only "No space left on device": say what it was writing.
-            raise OSError(e.errno, f"cannot write {', '.join(map(repr, paths))}: "
-                                   f"{e.strerror}") from None
         raise
 
 
@@ -198,15 +201,17 @@ _OUT_OF_ROOM = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC
 
 
 def distinct_outputs(paths: list[str]) -> list[str]:
-    """The files the output paths name (output_target), a ValueError if two are one file (a
-    symbolic link to another output): the second written would replace the first."""
+    """The files the output paths name (output_target), a ValueError if two are one file (the
+    same path twice, or a symbolic link to another output): the second written would replace
+    the first."""
     targets = [output_target(p) for p in paths]
     seen: dict[str, str] = {}
     for path, target in zip(paths, targets):
-        other = seen.setdefault(os.path.realpath(target), path)
-        if other != path:
-            raise ValueError(f"the outputs {other!r} and {path!r} are one file (a symbolic "
-                             "link): writing both would lose one")
+        real = os.path.realpath(target)
+        if real in seen:
+            raise ValueError(f"the outputs {seen[real]!r} and {path!r} are one file: writing "
+                             "both would lose one")
+        seen[real] = path
     return targets
 
 

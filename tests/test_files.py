@@ -364,6 +364,20 @@ def test_a_full_disk_names_the_files_being_written(saved, trained, monkeypatch):
     assert raised.value.errno == errno.ENOSPC
     assert {n: (saved / n).read_bytes() for n in files.FILES} == before
     assert not [n for n in os.listdir(saved) if n.endswith(".tmp")]
+    # A rename that fails names its own file, once.
+    monkeypatch.undo()
+    monkeypatch.setattr(files.os, "replace", full)
+    with pytest.raises(OSError) as raised:
+        Tokenizer(*trained, [EOT]).save(saved)
+    assert str(raised.value).count("cannot write") == 1
+    assert {n: (saved / n).read_bytes() for n in files.FILES} == before
+
+
+def test_one_output_named_twice_is_refused(trained, tmp_path):
+    path = str(tmp_path / "both.txt")
+    with pytest.raises(ValueError, match="are one file"):  # one was written over the other
+        files.save_gpt2(*trained, path, path)
+    assert not os.listdir(tmp_path)
 
 
 def test_failed_save_leaves_previous_files_whole(saved, trained, monkeypatch):
