@@ -1029,17 +1029,17 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     only = only_special(lowest, specials, ordinary)
     as_text = special_bytes - only - ordinary  # written as their text in tokenizer.json
     _refuse_respelled_ordinary(ordinary)
-    for text, spelled in _respelled((t.decode("utf-8") for t in as_text), merges,
-                                    bool(ignore_merges)).items():
+    for text, token in _respelled((t.decode("utf-8") for t in as_text), merges,
+                                  ignore_merges).items():
         raise ValueError(f"the special token {text!r} would be written in tokenizer.json as "
-                         f"its text, which spells the token {spelled!r} in GPT-2's byte "
+                         f"its text, which spells the token {token!r} in GPT-2's byte "
                          "characters: a loader could not tell the two apart")
     not_special = frozenset(unique_specials(not_special))
     if not not_special <= set(specials):
         raise ValueError(f"not_special names {sorted(not_special - set(specials))!r}, which "
                          "are not among the special tokens")
     spelled = _spellings(vocab, merges)
-    document = hf_tokenizer_json(vocab, merges, specials, pattern, bool(ignore_merges), only,
+    document = hf_tokenizer_json(vocab, merges, specials, pattern, ignore_merges, only,
                                  as_text, not_special, spelled)
     out_dir = os.fsdecode(os.fspath(out_dir))  # a bytes path too
     if not out_dir:
