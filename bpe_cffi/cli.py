@@ -17,8 +17,8 @@ import numpy as np
 
 from . import __version__
 from .counting import MAX_WORKERS, count_words_arrays
-from .files import (FILES, check_name_lengths, check_regular_file, check_specials_saveable,
-                    distinct_outputs, save)
+from .files import (FILES, absolute, check_name_lengths, check_regular_file,
+                    check_specials_saveable, distinct_outputs, save)
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -126,7 +126,7 @@ def _check_out_directory(out: str) -> None:
         raise FileNotFoundError(f"--out {out!r} is a symbolic link to nothing")
     if os.path.exists(out) and not os.path.isdir(out):
         raise FileExistsError(f"--out {out!r} is a file, not a directory")
-    existing = os.path.abspath(out)  # the directory itself, or the nearest one above it
+    existing = absolute(out)  # the directory itself, or the nearest one above it
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
@@ -134,7 +134,7 @@ def _check_out_directory(out: str) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(f"cannot write into {existing!r} (for --out {out!r})")
     check_name_lengths(out, existing)  # save would make the directories above a long name
-    if existing == os.path.abspath(out):  # its files too: a directory at vocab.json, a FIFO
+    if existing == absolute(out):  # its files too: a directory at vocab.json, a FIFO
         distinct_outputs([os.path.join(out, name) for name in FILES])
 
 
@@ -190,7 +190,7 @@ def cmd_encode(args) -> None:
     if args.out == "-":
         raise UsageError("--out must name a .npy file (the ids are not written to standard "
                          "output)")
-    refuse_overwriting([args.out], _tokenizer_files(args.tokenizer))  # encode_file: the inputs
+    refuse_overwriting([args.out], _tokenizer_files(args.tokenizer), "the tokenizer's file")
     tok = _load_tokenizer(args.tokenizer, args)
     _note_if_regex(tok.pattern)
     inputs = resolve_inputs(args.inputs)

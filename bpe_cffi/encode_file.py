@@ -19,7 +19,7 @@ import numpy as np
 from .chunking import Edges, chunk_target, plan_file
 from .counting import resolve_workers
 from .documents import documents, jsonl_lines_named, kind_of, parts
-from .files import atomic_write
+from .files import absolute, atomic_write
 from .iterator_counting import batches
 from .pool import process_pool, pool_job, results, spill_directory
 from .progress import progress_bar
@@ -46,6 +46,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     paths = resolve_inputs(inputs)  # each checked there
     output_path = os.fsdecode(os.fspath(output_path))  # a bytes path too
     refuse_overwriting([output_path], paths)
+    refuse_overwriting([output_path], tokenizer._loaded_from, "the tokenizer's file")
     workers = resolve_workers(num_workers)
     specials = tokenizer._encoder_for(allowed_special).specials  # checks allowed_special
     if not isinstance(allowed_special, str):  # read once (an iterator is spent by now)
@@ -64,7 +65,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                              bar)
         else:
             spill = stack.enter_context(
-                spill_directory(os.path.dirname(os.path.abspath(output_path))))
+                spill_directory(os.path.dirname(absolute(output_path))))
             pool = None  # started when a run of inputs first needs it
             # Runs of inputs between standard inputs (which only this process can read) go to
             # the pool as one ordered list of jobs: every file's ranges or parts.

@@ -240,11 +240,18 @@ def output_target(path: str) -> str:
                          "socket, which the output would replace); write to a file")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise PermissionError(f"cannot write {path!r}: it is read-only")
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = os.path.dirname(absolute(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot write {path!r}: no such directory {directory!r}")
     check_name_lengths(path, directory)
     return path
+
+
+def absolute(path: str) -> str:
+    """path made absolute as the system reads it: os.path.abspath takes "link/.." out as
+    text, where the system goes up from the directory the link leads to (a save into
+    "link/../tok" made its directory there, then looked for its files beside the link)."""
+    return os.path.join(os.getcwd(), path)
 
 
 def check_name_lengths(path: str, existing: str) -> None:
@@ -267,7 +274,7 @@ def check_name_lengths(path: str, existing: str) -> None:
 def _beside(path: str, what: str) -> str:
     """A fresh name for a temporary file beside path. Only the start of path's name is kept:
     a name near the file system's limit (255 bytes) must leave room for the rest."""
-    directory, name = os.path.split(os.path.abspath(path))
+    directory, name = os.path.split(absolute(path))
     return os.path.join(directory, f".{name[:32]}.{secrets.token_hex(6)}.{what}")
 
 

@@ -80,16 +80,18 @@ def check_input_file(path) -> str:
     return path
 
 
-def refuse_overwriting(outputs: Iterable[str], inputs: Iterable[str]) -> None:
+def refuse_overwriting(outputs: Iterable[str], inputs: Iterable[str],
+                       what: str = "the input") -> None:
     """Raises ValueError, before any work starts, if an output is the same file as an input
-    (symlinks and hard links included): writing it would destroy the input."""
+    (symlinks and hard links included): writing it would destroy the input. what: the
+    inputs' name in the message."""
     inputs = [p for p in map(_local_path, inputs) if p is not None and os.path.exists(p)]
     for out in map(os.fspath, outputs):
         if not os.path.exists(out):
             continue
         for p in inputs:
             if os.path.samefile(out, p):
-                raise ValueError(f"the output {out!r} is the input {p!r}: refusing to overwrite "
+                raise ValueError(f"the output {out!r} is {what} {p!r}: refusing to overwrite "
                                  "it; choose another output path")
 
 

@@ -13,7 +13,7 @@ from .chunking import Edges, cut_stream
 from .counting import checked_int, resolve_workers
 from .decoder import Decoder
 from .encoder import Encoder, join_runs, merges_from_ranks
-from .files import (MergeNotInVocabulary, MergeParts, check_vocab, load_gpt2, load_hf,
+from .files import (FILES, MergeNotInVocabulary, MergeParts, check_vocab, load_gpt2, load_hf,
                     load_tiktoken, merges_txt_line, save)
 from .patterns import GPT2_PATTERN, pretokenizer
 from .specials import SpecialTokens, add_special_ids, place_specials, unique_specials
@@ -90,6 +90,8 @@ class Tokenizer:
         # Added tokens that a tokenizer.json marked "special": false: encoded as every special
         # token is (tokenizers matches both kinds alike), kept only to be written so again.
         self._not_special: frozenset[str] = frozenset()
+        # The files of the directory it was loaded from, which encode_file never writes over.
+        self._loaded_from: list[str] = []
 
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
@@ -177,8 +179,10 @@ class Tokenizer:
         special_tokens = _checked_arguments(pattern, special_tokens, num_threads=num_threads,
                                             cache_bytes=cache_bytes)
         with _collector_paused():  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
-            return cls._load(d, pattern, special_tokens,
-                             {"num_threads": num_threads, "cache_bytes": cache_bytes})
+            tok = cls._load(d, pattern, special_tokens,
+                            {"num_threads": num_threads, "cache_bytes": cache_bytes})
+        tok._loaded_from = [os.path.join(d, name) for name in FILES]
+        return tok
 
     @classmethod
     def _load(cls, d: str, pattern: str | None, special_tokens: list[str] | dict | None,

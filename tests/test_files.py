@@ -566,6 +566,21 @@ def test_cli_refuses_to_overwrite_inputs(saved, tmp_path):
     assert Tokenizer.load(saved).encode(TEXT)
 
 
+@pytest.mark.parametrize("name", files.FILES)
+def test_encode_file_refuses_the_files_its_tokenizer_was_loaded_from(saved, tmp_path, name):
+    # The command line refused them; the method wrote the ids over the tokenizer's file.
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TEXT * 100, encoding="utf-8")
+    before = {other: (saved / other).read_bytes() for other in files.FILES}
+    tok = Tokenizer.load(saved)
+    with pytest.raises(ValueError, match=r"is the tokenizer's file .*refusing to overwrite"):
+        tok.encode_file(corpus, saved / name)
+    assert {other: (saved / other).read_bytes() for other in files.FILES} == before
+    # A tokenizer made in memory, or loaded from elsewhere, has no such files.
+    out = tmp_path / "elsewhere.npy"
+    assert Tokenizer(tok.id_to_token, tok.merges).encode_file(corpus, out) > 0
+
+
 # ---- devices and other files that are not regular ------------------------------------------
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
@@ -951,6 +966,27 @@ def test_an_output_that_is_a_symlink_is_written_through(tmp_path):
     assert link.is_symlink() and target.read_bytes() == b"new"
 
 
+def test_outputs_below_a_link_and_dot_dot_go_where_the_system_reads_them(
+        saved, tmp_path, monkeypatch):
+    # "link/.." is the parent of the link's target, not the link's own directory: the
+    # directory was made there while its files were looked for beside the link.
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "sub")
+    (tmp_path / "notes.txt").write_text("hello world " * 100)
+    monkeypatch.chdir(tmp_path)
+    tok = Tokenizer.load(saved)
+    tok.save("link/../saved_here")
+    assert sorted(os.listdir(tmp_path / "real" / "saved_here")) == sorted(files.FILES)
+    assert Tokenizer.load("link/../saved_here").encode("hello") == tok.encode("hello")
+    for workers in (1, 2):
+        tok.encode_file("notes.txt", "link/../ids.npy", num_workers=workers)
+        assert np.load(tmp_path / "real" / "ids.npy").tolist() == tok.encode("hello world " * 100)
+    from bpe_cffi.cli import main
+    assert main(["train", "notes.txt", "--vocab-size", "300", "--out", "link/../cli"]) == 0
+    assert sorted(os.listdir(tmp_path / "real" / "cli")) == sorted(files.FILES)
+    assert not (tmp_path / "saved_here").exists() and not (tmp_path / "cli").exists()
+
+
 def test_outputs_that_are_one_file_are_refused_before_anything_is_written(saved, tmp_path,
                                                                         capsys):
     # vocab.json a link to merges.txt: both were written, the merges over the vocabulary.
@@ -1294,7 +1330,7 @@ def test_save_refuses_a_special_token_spelled_like_another_token(tmp_path, speci
     vocab = {i: bytes([i]) for i in range(256)}
     with pytest.raises(ValueError, match=f"both written {special!r} in tokenizer.json"):
         bpe_cffi.save(vocab, [], tmp_path / "tok", [EOT, special])
-    assert not (tmp_path / "tok").exists() or not os.listdir(tmp_path / "tok")
+    assert not (tmp_path / "saved_here").exists() or not os.listdir(tmp_path / "tok")
 
 
 def test_tokenizer_json_added_tokens_against_the_models_vocabulary(saved, trained):
@@ -1384,7 +1420,7 @@ def test_save_refuses_what_load_would_refuse(tmp_path):
     with pytest.raises(ValueError, match=r"special token 'é' would be written in tokenizer.json "
                                          r"as its text, which spells the token b'\\xe9'"):
         Tokenizer(dict(enumerate(tokens)), [], ["é"]).save(tmp_path / "tok")
-    assert not (tmp_path / "tok").exists()
+    assert not (tmp_path / "saved_here").exists()
 
 
 def test_specials_no_vocabulary_could_be_saved_with_are_told_before_training(tmp_path):
