@@ -52,7 +52,7 @@ class Encoder:
         self.pretokenizer = pretokenizer
         self.specials = specials
         self.num_threads = num_threads
-        self._threads = None  # (pid, size, executor): made on first use
+        self._threads: dict = {}  # (pid, size) -> executor: made on first use
         self._scanner = pretokenizer.scanner
         self._edges = Edges(specials.encoded, pretokenizer.edges)
         byte_ids = np.array([token_to_id.get(bytes([b]), -1) for b in range(256)], np.int32)
@@ -190,10 +190,15 @@ class Encoder:
         for every call cost a long encode ~12% more (docs/performance.md). Made again in a
         child process after a fork (the parent's threads do not exist there) and when
         num_threads changes; its threads end when the Encoder is collected."""
-        pid = os.getpid()
-        if self._threads is None or self._threads[:2] != (pid, self.num_threads):
-            self._threads = (pid, self.num_threads, ThreadPoolExecutor(self.num_threads))
-        return self._threads[2]
+        key = (os.getpid(), self.num_threads)
+        executor = self._threads.get(key)
+        if executor is None:
+            # setdefault is one step under the GIL: threads making their first calls at once
+            # all take the executor put first (the others, never used, start no thread).
+            executor = self._threads.setdefault(key, ThreadPoolExecutor(self.num_threads))
+            for old in [k for k in list(self._threads) if k != key]:
+                self._threads.pop(old, None)  # another process's, or another size
+        return executor
 
     # ---- batches ----
 

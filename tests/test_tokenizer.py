@@ -465,6 +465,42 @@ def test_concurrent_threads_agree(tok, real_text):
     assert all(r == (want if k % 2 else want_lines) for k, r in enumerate(results))
 
 
+def test_first_calls_at_once_share_the_tokenizers_threads(trained, monkeypatch):
+    # Eight threads' first long calls each made an executor of their own, and ran on its
+    # threads (the executor made slowly here, so that all eight are making one at once).
+    import concurrent.futures
+    import time
+    from bpe_cffi import encoder
+
+    used = set()
+
+    class SlowToMake(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            time.sleep(0.05)
+            super().__init__(*args, **kwargs)
+
+        def submit(self, *args, **kwargs):
+            used.add(self)
+            return super().submit(*args, **kwargs)
+
+    text = "In the beginning God created the heaven and the earth. " * 80_000  # 4.6 MB
+    want = Tokenizer(*trained, [EOT], num_threads=1).encode_to_numpy(text).tolist()
+    monkeypatch.setattr(encoder, "ThreadPoolExecutor", SlowToMake)
+    tok = Tokenizer(*trained, [EOT], num_threads=2)
+    results = [None] * 8
+
+    def work(k):
+        results[k] = tok.encode_to_numpy(text).tolist()
+
+    callers = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert all(r == want for r in results)
+    assert len(used) == 1
+
+
 # ---- bad input -----------------------------------------------------------------------------
 
 def test_decode_unknown_id(tok):
