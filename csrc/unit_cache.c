@@ -52,7 +52,8 @@ static void split_shard(int64_t bytes, uint32_t *n_slots, uint32_t *arena) {
     if ((int64_t)n * (int64_t)sizeof(cache_slot) > bytes / 4 * 3) return;
     while ((int64_t)n * 2 * (int64_t)sizeof(cache_slot) <= bytes / 4 * 3) n *= 2;
     *n_slots = n;
-    *arena = (uint32_t)(bytes - (int64_t)n * (int64_t)sizeof(cache_slot));
+    /* whole words, so that every shard's arena starts on one */
+    *arena = (uint32_t)(bytes - (int64_t)n * (int64_t)sizeof(cache_slot)) / 4 * 4;
 }
 
 /* One block for the small regions, then the large ones (large bytes each, 0: none), each
@@ -106,7 +107,7 @@ int bpe_unit_cache_new(int64_t max_bytes, int64_t n_ids, bpe_unit_cache **out) {
      * costs it 96 KB (the default cache: 416 KB of arena a shard against 512). */
     uint32_t large_slots, whole_arena;
     split_shard(per_shard, &large_slots, &whole_arena);
-    int64_t large_arena = (int64_t)whole_arena - small;
+    int64_t large_arena = ((int64_t)whole_arena - small) / 4 * 4; /* whole words */
     int large = large_slots > c->small_slots && large_arena >= c->small_arena;
     if (!large) /* too small to be worth two regions: the small one takes it all */
         split_shard(per_shard, &c->small_slots, &c->small_arena);
@@ -131,11 +132,12 @@ int bpe_unit_cache_new(int64_t max_bytes, int64_t n_ids, bpe_unit_cache **out) {
     for (int i = 0; i < UNIT_CACHE_SHARDS; i++) {
         cache_shard *sh = &c->shard[i];
         atomic_init(&sh->slots, (cache_slot *)c->slot_block + (size_t)i * c->small_slots);
-        atomic_init(&sh->arena, (uint8_t *)c->arena_block + (size_t)i * c->small_arena);
+        atomic_init(&sh->arena,
+                    (arena_word *)((uint8_t *)c->arena_block + (size_t)i * c->small_arena));
         sh->arena_room = c->small_arena;
         if (large) {
             sh->large_slots = (cache_slot *)large_slot_part + (size_t)i * c->max_slots;
-            sh->large_arena = large_arena_part + (size_t)i * c->max_arena;
+            sh->large_arena = (arena_word *)(large_arena_part + (size_t)i * c->max_arena);
         }
     }
     *out = c;
@@ -263,8 +265,11 @@ static void shard_double(const bpe_unit_cache *c, cache_shard *sh) {
  * same offsets; the small one stays as it is for readers that still use it. */
 static void shard_grow_arena(const bpe_unit_cache *c, cache_shard *sh) {
     begin_change(sh);
-    memcpy(sh->large_arena, atomic_load_explicit(&sh->arena, memory_order_relaxed),
-           sh->arena_used);
+    const arena_word *small = atomic_load_explicit(&sh->arena, memory_order_relaxed);
+    for (uint32_t i = 0; i < sh->arena_used / 4; i++)
+        atomic_store_explicit(&sh->large_arena[i],
+                              atomic_load_explicit(&small[i], memory_order_relaxed),
+                              memory_order_relaxed);
     atomic_store_explicit(&sh->arena, sh->large_arena, memory_order_relaxed);
     sh->arena_room = c->max_arena;
     end_change(sh);
@@ -338,12 +343,14 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
         }
         uint64_t tag = unit_cache_tag(k, n_ids), value;
         if (size) {
-            uint8_t *entry = atomic_load_explicit(&sh->arena, memory_order_relaxed) +
-                             sh->arena_used;
-            memcpy(entry, ids, 4 * (size_t)n_ids);
-            if (k->len > UNIT_CACHE_INLINE_KEY) /* the key past its sixteenth byte */
-                memcpy(entry + 4 * n_ids, k->ptr + UNIT_CACHE_INLINE_KEY,
-                       (size_t)(k->len - UNIT_CACHE_INLINE_KEY));
+            arena_word *entry = atomic_load_explicit(&sh->arena, memory_order_relaxed) +
+                                sh->arena_used / 4;
+            for (int64_t j = 0; j < n_ids; j++)
+                atomic_store_explicit(&entry[j], (uint32_t)ids[j], memory_order_relaxed);
+            for (int64_t i = UNIT_CACHE_INLINE_KEY; i < k->len; i += 4) /* the key's rest */
+                atomic_store_explicit(&entry[n_ids + (i - UNIT_CACHE_INLINE_KEY) / 4],
+                                      unit_cache_word(k->ptr + i, k->len - i),
+                                      memory_order_relaxed);
             value = sh->arena_used;
             sh->arena_used += size;
         } else {

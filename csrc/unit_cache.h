@@ -38,6 +38,12 @@
 #define UNIT_CACHE_SHARDS 64
 #define UNIT_CACHE_INLINE_KEY 16 /* key bytes a slot holds */
 
+/* The arena is read and written a 32-bit word at a time, as atomics (relaxed: the plain moves
+ * of any other word): a reader may read words a writer is rewriting, and the seqlock then
+ * throws what it read away, which C11 allows of atomics only. Entries are whole words; a
+ * key's last word is zero past its end. */
+typedef _Atomic uint32_t arena_word;
+
 /* The layout is here so that the lookup, made once per unit of the input, is inlined; only
  * unit_cache.c writes to a cache. */
 typedef struct {
@@ -60,10 +66,10 @@ typedef struct {
      * n_slots (at most max_slots): the small regions lie first in their block, before all 64
      * large ones, so it still reads inside the block. */
     _Atomic(cache_slot *) slots;
-    _Atomic(uint8_t *) arena;
+    _Atomic(arena_word *) arena;
     uint32_t n_entries, arena_used, arena_room; /* arena_room: the bytes of the arena in use */
     cache_slot *large_slots;                    /* room for max_slots; NULL: no large region */
-    uint8_t *large_arena;                       /* max_arena bytes */
+    arena_word *large_arena;                    /* max_arena bytes */
     /* At its bound, a shard is full: it keeps what it holds and takes no more, until the
      * units it lacks keep coming back; then it starts afresh (unit_cache.c). recurring:
      * its misses, since it became full, of units it had missed before. Writers only. */
@@ -106,11 +112,31 @@ static inline int unit_cache_is_inline(const bpe_unit_cache *c, int64_t len, int
     return len <= UNIT_CACHE_INLINE_KEY && n_ids <= c->inline_ids;
 }
 
+/* Bytes b[0 .. n) as the arena's words hold them: 4 at a time, the last word zero past n. */
+static inline uint32_t unit_cache_word(const uint8_t *b, int64_t n) {
+    uint32_t w = 0;
+    memcpy(&w, b, n < 4 ? (size_t)n : 4);
+    return w;
+}
+
+/* Whether an entry's words from `at` hold the bytes b[0 .. n), n > 0. */
+static inline int unit_cache_same_words(const arena_word *at, const uint8_t *b, int64_t n) {
+    for (int64_t i = 0; i < n; i += 4)
+        if (atomic_load_explicit(&at[i / 4], memory_order_relaxed) != unit_cache_word(b + i, n - i))
+            return 0;
+    return 1;
+}
+
+/* Whether an arena offset read from a slot, maybe while a writer changed it, starts `bytes`
+ * bytes (a multiple of 4) that lie inside the arena's block: if not, the slot was read
+ * mid-change (the seqlock then throws the result away). */
+static inline int unit_cache_in_arena(const bpe_unit_cache *c, uint64_t at, uint64_t bytes) {
+    return at % 4 == 0 && at <= c->max_arena && bytes <= c->max_arena - at; /* (no wrap) */
+}
+
 /* Whether the slot's entry, of tag `tag`, has the key k: the caller has compared the tags,
- * so the lengths agree. Past sixteen bytes, the key's rest is in the arena, after the ids;
- * an offset read while a writer moves things may be stale, so it is checked to lie in the
- * arena (the seqlock then throws the result away). */
-static inline int unit_cache_same_key(const bpe_unit_cache *c, const uint8_t *arena,
+ * so the lengths agree. Past sixteen bytes, the key's rest is in the arena, after the ids. */
+static inline int unit_cache_same_key(const bpe_unit_cache *c, const arena_word *arena,
                                       const cache_slot *slot, uint64_t tag, const word_key *k) {
     if (atomic_load_explicit(&slot->head, memory_order_relaxed) != k->head ||
         atomic_load_explicit(&slot->tail, memory_order_relaxed) != k->tail)
@@ -118,9 +144,8 @@ static inline int unit_cache_same_key(const bpe_unit_cache *c, const uint8_t *ar
     if (k->len <= UNIT_CACHE_INLINE_KEY) return 1;
     uint64_t at = atomic_load_explicit(&slot->value, memory_order_relaxed);
     uint64_t ids = 4 * (tag & 0xFFF), rest = (uint64_t)k->len - UNIT_CACHE_INLINE_KEY;
-    /* (at may be any value: compared so that no sum wraps around) */
-    if (at > c->max_arena || ids + rest > c->max_arena - at) return 0;
-    return word_table_same_bytes(arena + at + ids, k->ptr + UNIT_CACHE_INLINE_KEY,
+    if (!unit_cache_in_arena(c, at, ids + (rest + 3) / 4 * 4)) return 0;
+    return unit_cache_same_words(arena + (at + ids) / 4, k->ptr + UNIT_CACHE_INLINE_KEY,
                                  (int64_t)rest);
 }
 
@@ -129,24 +154,10 @@ static inline int unit_cache_same_key(const bpe_unit_cache *c, const uint8_t *ar
 #define UNIT_CACHE_MAX_KEY 1024
 #define UNIT_CACHE_MAX_IDS 1024
 
-/* Copies n >= 1 ids from an arena entry: in blocks of four, the last block overlapping the one
- * before it, never reading past the entry. A library memcpy of an unknown size became `rep
- * movsq` here, whose start-up cost more than most entries' copy. */
-static inline void unit_cache_copy_ids(int32_t *to, const uint8_t *from, int64_t n) {
-    if (n < 4) {
-        if (n == 1) {
-            memcpy(to, from, 4);
-            return;
-        }
-        uint64_t head, last; /* two ids from each end: 2 or 3 ids */
-        memcpy(&head, from, 8);
-        memcpy(&last, from + 4 * (n - 2), 8);
-        memcpy(to, &head, 8);
-        memcpy(to + n - 2, &last, 8);
-        return;
-    }
-    for (int64_t i = 0; i + 4 < n; i += 4) memcpy(to + i, from + 4 * i, 16);
-    memcpy(to + n - 4, from + 4 * (n - 4), 16);
+/* Copies n >= 1 ids from an arena entry. */
+static inline void unit_cache_copy_ids(int32_t *to, const arena_word *from, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        to[i] = (int32_t)atomic_load_explicit(&from[i], memory_order_relaxed);
 }
 
 /* 1 if the cache holds the unit k (of at least two bytes): its ids are then in ids and their
@@ -155,10 +166,9 @@ static inline void unit_cache_copy_ids(int32_t *to, const uint8_t *from, int64_t
  * and a hit on a unit of one id writes two (two ids are written without a branch on one or
  * two: those follow each other in no pattern).
  *
- * A writer may be rewriting the slots and arena bytes this reads. Slot words are atomics; the
- * key and ids in the arena are plain bytes, read as a kernel seqlock reads its data: what is
- * read while the version changes is thrown away, and every offset read from a slot is checked
- * to lie inside the arena's block, which lives as long as the cache. */
+ * A writer may be rewriting the slots and arena words this reads, all atomics: what is read
+ * while the version changes is thrown away (a seqlock), and every offset read from a slot is
+ * checked to lie inside the arena's block, which lives as long as the cache. */
 static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t *ids,
                                   int64_t *n_ids) {
     if (!c->max_slots || k->len > UNIT_CACHE_MAX_KEY) return 0;
@@ -167,7 +177,7 @@ static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t 
     uint32_t n_slots = atomic_load_explicit(&sh->n_slots, memory_order_acquire);
     if (n_slots == 0 || (version & 1)) return 0;
     const cache_slot *slots = atomic_load_explicit(&sh->slots, memory_order_relaxed);
-    const uint8_t *arena = atomic_load_explicit(&sh->arena, memory_order_relaxed);
+    const arena_word *arena = atomic_load_explicit(&sh->arena, memory_order_relaxed);
     uint64_t want = unit_cache_tag(k, 0);
     int found = 0;
     /* At most three quarters full, a free slot ends the probe; n_slots probes bound it even
@@ -190,8 +200,8 @@ static inline int unit_cache_find(bpe_unit_cache *c, const word_key *k, int32_t 
                     if (n > 3) ids[3] = (int32_t)(value >> 3 * bits & mask);
                 }
             } else {
-                if (value > c->max_arena || 4 * (uint64_t)n > c->max_arena - value) break;
-                unit_cache_copy_ids(ids, arena + value, n);
+                if (!unit_cache_in_arena(c, value, 4 * (uint64_t)n)) break;
+                unit_cache_copy_ids(ids, arena + value / 4, n);
             }
             *n_ids = n;
             found = 1;
