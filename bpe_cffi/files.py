@@ -250,8 +250,9 @@ def output_target(path: str) -> str:
 def absolute(path: str) -> str:
     """path made absolute as the system reads it: os.path.abspath takes "link/.." out as
     text, where the system goes up from the directory the link leads to (a save into
-    "link/../tok" made its directory there, then looked for its files beside the link)."""
-    return os.path.join(os.getcwd(), path)
+    "link/../tok" made its directory there, then looked for its files beside the link). An
+    absolute path is taken as it is (the working directory may be gone)."""
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
 def check_name_lengths(path: str, existing: str) -> None:

@@ -13,8 +13,8 @@ from .chunking import Edges, cut_stream
 from .counting import checked_int, resolve_workers
 from .decoder import Decoder
 from .encoder import Encoder, join_runs, merges_from_ranks
-from .files import (FILES, MergeNotInVocabulary, MergeParts, check_vocab, load_gpt2, load_hf,
-                    load_tiktoken, merges_txt_line, save)
+from .files import (FILES, MergeNotInVocabulary, MergeParts, absolute, check_vocab, load_gpt2,
+                    load_hf, load_tiktoken, merges_txt_line, save)
 from .patterns import GPT2_PATTERN, pretokenizer
 from .specials import SpecialTokens, add_special_ids, place_specials, unique_specials
 
@@ -90,7 +90,8 @@ class Tokenizer:
         # Added tokens that a tokenizer.json marked "special": false: encoded as every special
         # token is (tokenizers matches both kinds alike), kept only to be written so again.
         self._not_special: frozenset[str] = frozenset()
-        # The files of the directory it was loaded from, which encode_file never writes over.
+        # The files it was loaded from (absolute: the working directory may change), which
+        # encode_file never writes over; copies and pickles keep them.
         self._loaded_from: list[str] = []
 
     @property
@@ -152,9 +153,12 @@ class Tokenizer:
         # Checked first, so that an error from the files' contents alone names the file.
         special_tokens = _checked_arguments(pattern, special_tokens, **options)
         vocab, merges = load_gpt2(vocab_filepath, merges_filepath)
-        return _named(os.fsdecode(os.fspath(merges_filepath)),
-                      lambda: cls(vocab, merges, special_tokens, pattern, **options),
-                      merges_txt=True)
+        tok = _named(os.fsdecode(os.fspath(merges_filepath)),
+                     lambda: cls(vocab, merges, special_tokens, pattern, **options),
+                     merges_txt=True)
+        tok._loaded_from = [absolute(os.fsdecode(os.fspath(p)))
+                            for p in (vocab_filepath, merges_filepath)]
+        return tok
 
     @classmethod
     def load(cls, directory, *, pattern: str | None = None,
@@ -181,7 +185,7 @@ class Tokenizer:
         with _collector_paused():  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
             tok = cls._load(d, pattern, special_tokens,
                             {"num_threads": num_threads, "cache_bytes": cache_bytes})
-        tok._loaded_from = [os.path.join(d, name) for name in FILES]
+        tok._loaded_from = [os.path.join(absolute(d), name) for name in FILES]
         return tok
 
     @classmethod
@@ -232,11 +236,13 @@ class Tokenizer:
 
     def __getstate__(self):  # for process pools and copies: rebuild the C encoder there
         return (dict(self.id_to_token), self.merges, self.special_tokens, self.pattern,
-                self.num_threads, self.cache_bytes, self.ignore_merges, self._not_special)
+                self.num_threads, self.cache_bytes, self.ignore_merges, self._not_special,
+                self._loaded_from)
 
     def __setstate__(self, state):
         self.__init__(*state[:7])
         self._not_special = state[7] if len(state) > 7 else frozenset()  # an older pickle
+        self._loaded_from = list(state[8]) if len(state) > 8 else []
 
     # ---- encoding ----
     #

@@ -567,18 +567,37 @@ def test_cli_refuses_to_overwrite_inputs(saved, tmp_path):
 
 
 @pytest.mark.parametrize("name", files.FILES)
-def test_encode_file_refuses_the_files_its_tokenizer_was_loaded_from(saved, tmp_path, name):
+def test_encode_file_refuses_the_files_its_tokenizer_was_loaded_from(saved, tmp_path, name,
+                                                                      monkeypatch):
     # The command line refused them; the method wrote the ids over the tokenizer's file.
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(TEXT * 100, encoding="utf-8")
     before = {other: (saved / other).read_bytes() for other in files.FILES}
-    tok = Tokenizer.load(saved)
-    with pytest.raises(ValueError, match=r"is the tokenizer's file .*refusing to overwrite"):
-        tok.encode_file(corpus, saved / name)
+    monkeypatch.chdir(tmp_path)
+    tok = Tokenizer.load("tok")  # (saved) a relative path, then another working directory
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    loaded = [tok, copy.copy(tok), pickle.loads(pickle.dumps(tok))]
+    if name in ("vocab.json", "merges.txt"):
+        loaded.append(Tokenizer.from_files(saved / "vocab.json", saved / "merges.txt"))
+    for one in loaded:
+        with pytest.raises(ValueError, match=r"is the tokenizer's file .*refusing to overwrite"):
+            one.encode_file(corpus, saved / name)
     assert {other: (saved / other).read_bytes() for other in files.FILES} == before
-    # A tokenizer made in memory, or loaded from elsewhere, has no such files.
-    out = tmp_path / "elsewhere.npy"
-    assert Tokenizer(tok.id_to_token, tok.merges).encode_file(corpus, out) > 0
+    # A tokenizer made in memory has no such files.
+    (tmp_path / "elsewhere" / name).write_text("not the tokenizer's")
+    assert Tokenizer(tok.id_to_token, tok.merges).encode_file(corpus, name) > 0
+    assert tok.encode_file(corpus, name) > 0  # the same name in another directory
+
+
+def test_absolute_output_paths_need_no_working_directory(saved, tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # os.getcwd() now fails
+    tok = Tokenizer.load(saved)
+    tok.save(tmp_path / "again")
+    assert Tokenizer.load(tmp_path / "again").encode(TEXT) == tok.encode(TEXT)
 
 
 # ---- devices and other files that are not regular ------------------------------------------
@@ -1330,7 +1349,7 @@ def test_save_refuses_a_special_token_spelled_like_another_token(tmp_path, speci
     vocab = {i: bytes([i]) for i in range(256)}
     with pytest.raises(ValueError, match=f"both written {special!r} in tokenizer.json"):
         bpe_cffi.save(vocab, [], tmp_path / "tok", [EOT, special])
-    assert not (tmp_path / "saved_here").exists() or not os.listdir(tmp_path / "tok")
+    assert not (tmp_path / "tok").exists() or not os.listdir(tmp_path / "tok")
 
 
 def test_tokenizer_json_added_tokens_against_the_models_vocabulary(saved, trained):
@@ -1420,7 +1439,7 @@ def test_save_refuses_what_load_would_refuse(tmp_path):
     with pytest.raises(ValueError, match=r"special token 'é' would be written in tokenizer.json "
                                          r"as its text, which spells the token b'\\xe9'"):
         Tokenizer(dict(enumerate(tokens)), [], ["é"]).save(tmp_path / "tok")
-    assert not (tmp_path / "saved_here").exists()
+    assert not (tmp_path / "tok").exists()
 
 
 def test_specials_no_vocabulary_could_be_saved_with_are_told_before_training(tmp_path):
