@@ -43,6 +43,7 @@
  * throws what it read away, which C11 allows of atomics only. Entries are whole words; a
  * key's last word is zero past its end. */
 typedef _Atomic uint32_t arena_word;
+_Static_assert(sizeof(arena_word) == 4, "arena offsets count 4-byte words");
 
 /* The layout is here so that the lookup, made once per unit of the input, is inlined; only
  * unit_cache.c writes to a cache. */
@@ -121,9 +122,10 @@ static inline uint32_t unit_cache_word(const uint8_t *b, int64_t n) {
 
 /* Whether an entry's words from `at` hold the bytes b[0 .. n), n > 0. */
 static inline int unit_cache_same_words(const arena_word *at, const uint8_t *b, int64_t n) {
-    for (int64_t i = 0; i < n; i += 4)
-        if (atomic_load_explicit(&at[i / 4], memory_order_relaxed) != unit_cache_word(b + i, n - i))
-            return 0;
+    for (int64_t i = 0; i < n; i += 4) {
+        uint32_t word = atomic_load_explicit(&at[i / 4], memory_order_relaxed);
+        if (word != unit_cache_word(b + i, n - i)) return 0;
+    }
     return 1;
 }
 

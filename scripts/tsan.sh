@@ -12,9 +12,9 @@ git ls-files -z | xargs -0 cp --parents -t "$work"
 # -fno-builtin: GCC expands a memcpy of unknown size into `rep movsq`, which TSan does not see.
 # (-Wno-tsan: TSan does not model the seqlock's fences, the atomics on either side of them it
 # does; it says so at every fence.)
-(cd "$work" && BPE_CFLAGS="-std=c11 -O1 -g -fno-omit-frame-pointer -fno-builtin -fsanitize=thread \
-    -Wno-tsan" BPE_LDFLAGS="-fsanitize=thread" python setup.py -q build_ext --inplace >build.log 2>&1) ||
-    { cat "$work/build.log"; exit 1; }
+flags="-std=c11 -O1 -g -fno-omit-frame-pointer -fno-builtin -fsanitize=thread -Wno-tsan"
+(cd "$work" && BPE_CFLAGS="$flags" BPE_LDFLAGS="-fsanitize=thread" \
+    python setup.py -q build_ext --inplace >build.log 2>&1) || { cat "$work/build.log"; exit 1; }
 
 tsan=$(gcc -print-file-name=libtsan.so)
 [ -f "$tsan" ] || { echo "tsan.sh: gcc's TSan runtime not found"; exit 1; }
