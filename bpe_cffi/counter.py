@@ -176,9 +176,10 @@ class WordCounter:
             return arrays_to_counts(self.export())  # a word holds 0xFF: not UTF-8
         return dict(zip(bytes(joined).split(b"\xff"), counts.tolist()))
 
-    def split_units(self, scanner) -> "WordCounter":
-        """{pre-token: count} in a new counter, from this one's {unit: count}."""
-        words = WordCounter()
+    def split_units(self, scanner, words: "WordCounter | None" = None) -> "WordCounter":
+        """{pre-token: count} from this counter's {unit: count}, added to words (a new
+        counter if None), which is returned."""
+        words = WordCounter() if words is None else words
         check(lib.bpe_counter_split_units(self._c, scanner, words._c), "bpe_counter_split_units")
         return words
 

@@ -191,3 +191,25 @@ def test_regex_pre_tokens_in_batches(tmp_path, monkeypatch, size):
             assert got == want
         else:
             assert got == reference.word_counts(path.read_text(encoding="utf-8"), (), pattern)
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+def test_units_split_on_the_way_count_as_at_the_end(real_text, tmp_path, monkeypatch, pattern):
+    # Units all distinct where their pre-tokens are not (numbers, dotted names) grew the unit
+    # table with the corpus; past a bound the units held are split and the table starts
+    # afresh. The counts, and their order, are the same either way.
+    from bpe_cffi import tally
+    import random
+    rng = random.Random(5)
+    numbers = " ".join(str(rng.randrange(10**11, 10**12)) for _ in range(3000))
+    names = " ".join(".".join(rng.choices(["foo", "bar", "Baz", "qux"], k=5)) for _ in range(2000))
+    text = EOT.join([real_text[:100_000], numbers, names, real_text[100_000:200_000]])
+    path = tmp_path / "c.txt"
+    path.write_text(text, encoding="utf-8")
+    docs = text.split(EOT)
+    want = list(bpe_cffi.count_words(path, [EOT], pattern=pattern, num_workers=1).items())
+    assert dict(want) == reference.word_counts(text, [EOT], bpe_cffi.PATTERNS[pattern])
+    monkeypatch.setattr(tally, "_UNITS_MAX", 100)
+    assert list(bpe_cffi.count_words(path, [EOT], pattern=pattern, num_workers=1).items()) == want
+    got = bpe_cffi.count_words_from_iterator(iter(docs), [EOT], pattern=pattern, num_workers=1)
+    assert got == dict(want)
