@@ -3,11 +3,11 @@
 special tokens inside an item still cut it.
 
 The iterator is consumed once, in batches of about BATCH_CHARS characters. The parent tallies
-batches into one table of units, split into pre-tokens once at the end (tally.py): all of
-them with one worker, the first ones with more. The rest go to a pool, each batch to a process
-that returns its pre-token counts, with at most two batches per worker in flight (the parent
-keeps each until its counts are back, so as to name a text that has no UTF-8): memory is
-bounded by the batches and the distinct pre-tokens, not by the corpus.
+batches into one table of units, split into pre-tokens at the end or each time it holds a
+million (tally.py): all of them with one worker, the first ones with more. The rest go to a
+pool, each batch to a process that returns its pre-token counts, with at most two batches per
+worker in flight (the parent keeps each until its counts are back, so as to name a text that
+has no UTF-8): memory is bounded by the batches and the distinct pre-tokens, not by the corpus.
 """
 from __future__ import annotations
 
