@@ -401,3 +401,20 @@ def test_a_json_integer_longer_than_int_takes_is_read(tmp_path, workers, name):
     write('{"text": ' + "1" * 5000 + '}\n')  # as the text field: no text
     with pytest.raises(ValueError, match=f"{name}:1: the record's text field 'text' holds inf"):
         bpe_cffi.count_words(str(path), num_workers=workers)
+
+
+def test_a_block_of_json_lines_parsed_a_slice_at_a_time(monkeypatch):
+    # A block's records are parsed a slice of lines at a time (a dict a record took ~28 bytes
+    # a byte of tiny ones): the documents, and the line an error names, as in one pass.
+    lines = [json.dumps({"text": f"doc {k}", "id": k}) for k in range(10)]
+    block = "\n".join(lines[:4] + ["", " \t"] + lines[4:]) + "\n"
+    want = documents.jsonl_block_documents(block, "b.jsonl", "text")
+    assert want == [f"doc {k}" for k in range(10)]
+    monkeypatch.setattr(documents, "_PARSE_LINES", 3)
+    assert documents.jsonl_block_documents(block, "b.jsonl", "text") == want
+    assert documents.jsonl_block_documents(block.encode(), "b.jsonl", "text") == want
+    for bad, message in (('{"text": 1}', "holds 1"), ("{", "not valid JSON"),
+                         ('{"id": 2}', "has no text field")):
+        broken = block.replace(lines[8], bad)  # the 11th line, in the fourth slice
+        with pytest.raises(documents.BlockOfLinesError, match=rf"b.jsonl .*:11: .*{message}"):
+            documents.jsonl_block_documents(broken, "b.jsonl", "text")
