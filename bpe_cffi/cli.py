@@ -17,8 +17,8 @@ import numpy as np
 
 from . import __version__
 from .counting import MAX_WORKERS, count_words_arrays
-from .files import (FILES, absolute, check_name_lengths, check_regular_file,
-                    check_specials_saveable, distinct_outputs, save)
+from .files import (absolute, check_name_lengths, check_regular_file, check_specials_saveable,
+                    distinct_outputs, save, tokenizer_files)
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -78,7 +78,7 @@ def cmd_train(args) -> None:
     check_vocab_size(args.vocab_size, len(specials))
     check_specials_saveable(specials)  # found by the save, it would cost the training
     inputs = resolve_inputs(inputs)
-    refuse_overwriting(_tokenizer_files(args.out), inputs)
+    refuse_overwriting(tokenizer_files(args.out), inputs)
     _check_out_directory(args.out)
     progress = not args.quiet
     _note_if_regex(args.pattern)
@@ -135,7 +135,7 @@ def _check_out_directory(out: str) -> None:
         raise PermissionError(f"cannot write into {existing!r} (for --out {out!r})")
     check_name_lengths(out, existing)  # save would make the directories above a long name
     if existing == absolute(out):  # its files too: a directory at vocab.json, a FIFO
-        distinct_outputs([os.path.join(out, name) for name in FILES])
+        distinct_outputs(tokenizer_files(out))
 
 
 def _note_if_regex(pattern: str) -> None:
@@ -143,10 +143,6 @@ def _note_if_regex(pattern: str) -> None:
     if pretokenizer(pattern).family is None:
         print("bpe-cffi: note: no C scanner knows this pattern; the regex module splits it "
               "(slower, same result)", file=sys.stderr)
-
-
-def _tokenizer_files(directory: str) -> list[str]:
-    return [os.path.join(directory, name) for name in FILES]
 
 
 def _workers(text: str) -> int:
@@ -190,7 +186,7 @@ def cmd_encode(args) -> None:
     if args.out == "-":
         raise UsageError("--out must name a .npy file (the ids are not written to standard "
                          "output)")
-    refuse_overwriting([args.out], _tokenizer_files(args.tokenizer), "the tokenizer's file")
+    refuse_overwriting([args.out], tokenizer_files(args.tokenizer), "the tokenizer's file")
     tok = _load_tokenizer(args.tokenizer, args)
     _note_if_regex(tok.pattern)
     inputs = resolve_inputs(args.inputs)
@@ -210,7 +206,7 @@ def cmd_decode(args) -> None:
     if args.out == "-":  # standard output, as "-" is standard input among the inputs
         args.out = None
     if args.out is not None:  # (an empty one is refused by the writer)
-        refuse_overwriting([args.out], [args.ids] + _tokenizer_files(args.tokenizer))
+        refuse_overwriting([args.out], [args.ids] + tokenizer_files(args.tokenizer))
     tok = _load_tokenizer(args.tokenizer, args)
     with open(check_regular_file(args.ids, "a .npy of ids"), "rb") as f:
         if f.read(6) != b"\x93NUMPY":

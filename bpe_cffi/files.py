@@ -948,6 +948,11 @@ def load_tiktoken(path) -> Vocab:
 FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken")
 
 
+def tokenizer_files(directory: str) -> list[str]:
+    """The paths of the files save writes into directory (FILES)."""
+    return [os.path.join(directory, name) for name in FILES]
+
+
 def check_vocab(vocab) -> None:
     """A TypeError unless vocab is a dict (a mapping: Tokenizer.id_to_token) of ids (ints in
     [0, 2**31)) to bytes."""
@@ -1055,7 +1060,7 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise FileExistsError(f"cannot save into {out_dir!r}: it is a file, not a directory")
     os.makedirs(out_dir, exist_ok=True)
-    paths = [os.path.join(out_dir, name) for name in FILES]
+    paths = tokenizer_files(out_dir)
     # All four together: a failure (a full disk) leaves the directory as it was, not half
     # old, half new.
     with atomic_writes(paths) as (vocab_f, merges_f, json_f, ranks_f):

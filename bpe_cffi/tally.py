@@ -89,21 +89,25 @@ class Tally:
             blob, offsets = utf8_offsets(tokens)
             self.units.add_units(self.pretokenizer.scanner, blob, offsets[:-1], offsets[1:])
 
+    def _split_units(self) -> None:
+        """Adds the units held, split, to the pre-token counts, and frees their table (the
+        larger of the two)."""
+        self.words = self.units.split_units(self.pretokenizer.scanner, self.words)
+        self.units.release()
+
     def _bound_units(self) -> None:
-        """Splits the units held into the pre-token counts once there are _UNITS_MAX."""
+        """Splits the units held once there are _UNITS_MAX, and starts a new table."""
         if len(self.units) >= _UNITS_MAX:
-            self.words = self.units.split_units(self.pretokenizer.scanner, self.words)
-            self.units.release()
+            self._split_units()
             self.units = WordCounter()
 
     def finish_counter(self) -> tuple[WordCounter, int, float, float]:
         """(the pre-token counts in a C counter, bytes done, seconds reading, seconds
         pre-tokenizing). The Tally is spent."""
         t = time.perf_counter()
-        words = self.units.split_units(self.pretokenizer.scanner, self.words)
-        self.units.release()  # the unit table is the larger: free it before returning
+        self._split_units()
         self.tok_s += time.perf_counter() - t
-        return words, self.n_bytes, self.read_s, self.tok_s
+        return self.words, self.n_bytes, self.read_s, self.tok_s
 
     def finish(self) -> tuple[Arrays, int, float, float]:
         """finish_counter, with the counts as Arrays."""
