@@ -15,7 +15,7 @@ the regex module has no edges of the second kind: its text is cut at special tok
 from __future__ import annotations
 
 import bisect
-from typing import AnyStr, Callable, Iterable, Iterator, Sequence
+from typing import AnyStr, Iterable, Iterator, Sequence
 
 import regex
 
@@ -68,23 +68,40 @@ def _occurrences(text: AnyStr, s: AnyStr, period: int, start: int, end: int
     return spans
 
 
-def _inside(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
-    """A test of whether a point lies strictly inside one of the spans [a, b), in O(log n):
-    the spans' insides merged, then a binary search. Checking every span for every edge was
-    quadratic where occurrences overlap (a special token "==" in a run of "=": 30 s for 64 KB)."""
-    starts: list[int] = []
-    ends: list[int] = []
-    for a, b in sorted(spans):
-        if starts and a < ends[-1]:  # (a, b) meets the inside before it: one inside
-            ends[-1] = max(ends[-1], b)
-        else:
-            starts.append(a)
-            ends.append(b)
+class _Insides:
+    """The points that lie strictly inside one of a list of spans [a, b): the spans' insides
+    merged, searched by bisection. Checking every span for every edge was quadratic where
+    occurrences overlap (a special token "==" in a run of "=": 30 s for 64 KB)."""
 
-    def covered(i: int) -> bool:
-        k = bisect.bisect_left(starts, i) - 1  # the last inside starting before i
-        return k >= 0 and i < ends[k]
-    return covered
+    def __init__(self, spans: list[tuple[int, int]]):
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for a, b in sorted(spans):
+            if self.starts and a < self.ends[-1]:  # (a, b) meets the inside before it
+                self.ends[-1] = max(self.ends[-1], b)
+            else:
+                self.starts.append(a)
+                self.ends.append(b)
+
+    def holds(self, i: int) -> bool:
+        """Whether i lies strictly inside a span."""
+        k = bisect.bisect_left(self.starts, i) - 1  # the last inside starting before i
+        return k >= 0 and i < self.ends[k]
+
+    def clear(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The stretches [a, b) of [lo, hi) that hold no point inside a span, in order. An
+        inside's two ends are clear: an occurrence straddles neither."""
+        k = bisect.bisect_left(self.starts, lo)  # the first inside starting at lo or later
+        a = self.ends[k - 1] if k and lo < self.ends[k - 1] else lo
+        stretches = []
+        while a < hi:
+            if k == len(self.starts) or self.starts[k] >= hi:
+                stretches.append((a, hi))
+                break
+            stretches.append((a, self.starts[k] + 1))
+            a = self.ends[k]
+            k += 1
+        return stretches
 
 
 class Edges:
@@ -123,45 +140,45 @@ class Edges:
         for s, period in zip(self.specials, self.periods):
             spans += _occurrences(text, s, period, max(0, lo - len(s) + 1),
                                   min(len(text), hi + len(s) - 1))
-        covered = _inside(spans)
-        def safe(i: int) -> bool:
-            return i > 0 and not covered(i)
-        candidates = [a for a, _ in spans if lo <= a < hi]
-        if self.finder is not None and self._may_hold_an_edge(text, lo - 1, hi):
-            # A family edge at i reads the characters at i - 1 and i (on bytes, the whole of
-            # each, up to self.reach bytes): the search ends just past the character the block
-            # ends in, so that a text without edges costs each block its own length, not the
-            # rest of the text. The first edge stops the search: the regex costs 20-370 ns a
-            # byte, and a whole block of 4 KB took a long text's three cuts for threads 3 ms.
-            limit = min(len(text), hi + self.reach - 1)
-            if last:
-                candidates += [m.start() for m in self.finder.finditer(text, lo, limit)
-                               if m.start() < hi]
-            else:
-                first = self._first_family_edge(text, lo, hi, limit, safe)
-                candidates += [] if first is None else [first]
-        for i in sorted(candidates, reverse=last):
-            if safe(i):
-                return i
-        return -1
+        insides = _Insides(spans)
+        starts = sorted(a for a, _ in spans if lo <= a < hi and a > 0 and not insides.holds(a))
+        if starts:  # a family edge wins only before the first (after the last) of these
+            lo, hi = (starts[-1] + 1, hi) if last else (lo, starts[0])
+        if self.finder is not None and lo < hi and self._may_hold_an_edge(text, lo - 1, hi):
+            # Family edges are searched only where no occurrence straddles them: a text
+            # covered by overlapping occurrences (8 MB of "x " with a special token "x x")
+            # cost one step a rejected edge, 3.6 s.
+            stretches = insides.clear(lo, hi)
+            for a, b in reversed(stretches) if last else stretches:
+                i = self._family_edge(text, max(a, 1), b, last)
+                if i >= 0:
+                    return i
+        return (starts[-1] if last else starts[0]) if starts else -1
 
-    def _first_family_edge(self, text: AnyStr, lo: int, hi: int, limit: int,
-                           safe: Callable[[int], bool]) -> int | None:
-        """The first family edge i of text with lo <= i < hi that safe(i) allows, reading text
-        up to limit, or None."""
+    def _family_edge(self, text: AnyStr, lo: int, hi: int, last: bool) -> int:
+        """The first (or last) family edge i of text with lo <= i < hi, or -1. An edge at i
+        reads the characters at i - 1 and i (on bytes, the whole of each, up to self.reach
+        bytes): the search ends just past the character hi falls in, so that a text without
+        edges costs each block its own length, not the rest of the text. The first edge stops
+        a forward search: the regex costs 20-370 ns a byte, and a whole block of 4 KB took a
+        long text's three cuts for threads 3 ms."""
+        if lo >= hi:
+            return -1
+        limit = min(len(text), hi + self.reach - 1)
         if self.c_family is None:
             found = (m.start() for m in self.finder.finditer(text, lo, limit) if m.start() < hi)
-            return next((i for i in found if safe(i)), None)
+            if last:
+                return max(found, default=-1)
+            return next(found, -1)
         buf = text if isinstance(text, bytes) else ffi.from_buffer("uint8_t[]", text)
         at = ffi.new("int64_t *")
-        while lo < hi:
-            check(lib.bpe_next_edge(self.c_family, buf, limit, lo, hi, at), "bpe_next_edge")
+        check(lib.bpe_next_edge(self.c_family, buf, limit, lo, hi, at), "bpe_next_edge")
+        while last and at[0] >= 0:  # (no caller searches bytes backwards)
+            i = at[0]
+            check(lib.bpe_next_edge(self.c_family, buf, limit, i + 1, hi, at), "bpe_next_edge")
             if at[0] < 0:
-                return None
-            if safe(at[0]):
-                return at[0]
-            lo = at[0] + 1
-        return None
+                return i
+        return at[0]
 
     def _may_hold_an_edge(self, text: AnyStr, lo: int, hi: int) -> bool:
         """Whether text[lo:hi] holds both an ASCII whitespace character and a character that
