@@ -818,6 +818,38 @@ def test_encode_batch_on_real_text(trained, real_text, tiktoken_enc, threads):
     assert many.encode_batch(lines) == tiktoken_enc.encode_batch(lines, allowed_special="all")
 
 
+def test_collector_pause_is_lifted_by_the_last_call_to_end():
+    # encode_batch pauses the cyclic garbage collector while it makes its lists. Calls on two
+    # threads each restored what they had found, so the first to end turned the collector on
+    # while the other still made its lists (which then took twice as long).
+    import gc
+    import threading
+    from bpe_cffi.tokenizer import _collector_paused
+    assert gc.isenabled()
+    inside, leave = threading.Event(), threading.Event()
+
+    def other_call():
+        with _collector_paused:
+            inside.set()
+            leave.wait(30)
+
+    other = threading.Thread(target=other_call)
+    with _collector_paused:
+        other.start()
+        assert inside.wait(30)
+    try:
+        assert not gc.isenabled()  # the other call still makes its lists
+        if hasattr(os, "fork"):  # a child has no thread left to lift the pause
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0 if gc.isenabled() else 1)
+            assert os.waitpid(pid, 0)[1] == 0
+    finally:
+        leave.set()
+        other.join()
+    assert gc.isenabled()
+
+
 def test_encode_batch_of_long_and_short_texts_with_specials(tok, tiktoken_enc):
     sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     long_text = sample[:70_000] + EOT + sample[70_000:140_000] + EOT
