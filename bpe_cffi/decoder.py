@@ -52,6 +52,9 @@ class Decoder:
             else:
                 ids = ids.tolist()
         else:
+            if isinstance(ids, (bytes, bytearray, memoryview)):  # whose items are ints
+                raise TypeError(f"decode takes a sequence of ids, not {type(ids).__name__} "
+                                f"(text's bytes are not ids)")
             if not isinstance(ids, list):
                 ids = list(ids)
             if len(ids) >= _IN_C:

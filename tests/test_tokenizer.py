@@ -553,6 +553,11 @@ def test_decode_takes_any_iterable(tok):
     assert tok.decode(iter(ids)) == tok.decode(np.array(ids)) == "In the beginning"
     with pytest.raises(ValueError, match="99999"):
         tok.decode(i for i in [1, 99999])
+    for text_bytes in (b"hi", bytearray(b"hi"), memoryview(b"hi")):  # ints, but not ids
+        with pytest.raises(TypeError, match="not ids"):
+            tok.decode(text_bytes)
+        with pytest.raises(TypeError, match="not ids"):
+            tok.decode_bytes(text_bytes)
 
 
 def join_decode(tok, ids) -> str:
