@@ -1129,7 +1129,7 @@ def _count_arrays_problem(blob: bytes, offsets, values) -> str | None:
     if (offsets.ndim != 1 or values.ndim != 1 or offsets.dtype.kind not in "iu"
             or values.dtype.kind not in "iu" or len(offsets) != len(values) + 1):
         return "offsets and counts must be 1-D int arrays, one offset more than counts"
-    if offsets[0] != 0 or offsets[-1] != len(blob) or (np.diff(offsets) < 0).any():
+    if offsets[0] != 0 or offsets[-1] != len(blob) or (offsets[1:] < offsets[:-1]).any():
         return "offsets must rise from 0 to the words' length"
     if (values < 0).any() or (len(values) and int(values.max()) >= 2**63):
         return "counts must be from 0 to 2**63 - 1"  # (int64 in C)

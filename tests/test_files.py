@@ -632,7 +632,9 @@ def test_counts_file_broken_or_inconsistent(tmp_path):
     # A uint64 count past int64 failed later, in training, without naming the file.
     for words, offsets, counts in [(b"abcd", [0, 3, 1, 4], [1, 1, 1]),
                                    (b"abcd", [0, 2, 4], [1, -1]), (b"abab", [0, 2, 4], [1, 2]),
-                                   (b"abcd", [0, 2, 4], np.array([1, 2**63], np.uint64))]:
+                                   (b"abcd", [0, 2, 4], np.array([1, 2**63], np.uint64)),
+                                   # unsigned offsets that go back, whose differences wrap
+                                   (b"abcd", np.array([0, 9, 4], np.uint64), [1, 1])]:
         with open(path, "wb") as f:
             np.savez(f, words=np.frombuffer(words, np.uint8), offsets=np.array(offsets),
                      counts=np.asarray(counts), format=np.array(["bpe_cffi word counts 1"]))
@@ -648,7 +650,8 @@ def test_save_counts_refuses_arrays_load_counts_would_refuse(tmp_path):
                           ((b"abc", [0, 1], [5]), ValueError),
                           ((b"abcd", [0, 3, 1, 4], [1, 1, 1]), ValueError),
                           ((b"abab", [0, 2, 4], [1, 2]), ValueError),
-                          ((b"abcd", [0, 2, 4], [1, -1]), ValueError)]:
+                          ((b"abcd", [0, 2, 4], [1, -1]), ValueError),
+                          ((b"abcd", np.array([0, 9, 4], np.uint64), [1, 1]), ValueError)]:
         with pytest.raises(error, match="counts"):
             bpe_cffi.save_counts(counts, path)
         assert not path.exists()
