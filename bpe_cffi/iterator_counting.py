@@ -38,7 +38,7 @@ _IN_FLIGHT_PER_WORKER = 2
 def batches(texts: Iterable[str], chars: int = 0, item_type: type = str
             ) -> Iterator[list[str]]:
     """The documents in batches of about chars characters (BATCH_CHARS if 0), checked to be
-    str (or item_type). A document counts _DOCUMENT_CHARS characters more than its length,
+    str (or item_type), a subclass's as the plain type. A document counts _DOCUMENT_CHARS characters more than its length,
     for what it costs beside its text (its place in the list, its offsets): a run of empty
     documents closes batches too."""
     if isinstance(texts, (str, bytes)):
@@ -48,9 +48,13 @@ def batches(texts: Iterable[str], chars: int = 0, item_type: type = str
     batch: list[str] = []
     size = 0
     for i, text in enumerate(texts):
-        if not isinstance(text, item_type):
-            raise TypeError(f"document {i} of the iterator is {type(text).__name__}, not "
-                            f"{item_type.__name__}")
+        if type(text) is not item_type:
+            if not isinstance(text, item_type):
+                raise TypeError(f"document {i} of the iterator is {type(text).__name__}, not "
+                                f"{item_type.__name__}")
+            # A subclass's characters as a plain str: batches go to pool workers pickled, and
+            # a class defined in a function cannot be.
+            text = str.__str__(text) if item_type is str else item_type(text)
         batch.append(text)
         size += len(text) + _DOCUMENT_CHARS
         if size >= chars:

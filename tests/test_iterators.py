@@ -83,6 +83,21 @@ def test_bad_items_are_refused():
         bpe_cffi.count_words_from_iterator(["lone \ud800 surrogate"])
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_str_subclasses_count_as_their_characters(small_batches, workers):
+    # Batches go to the workers pickled, and a str subclass defined in a function cannot be
+    # pickled: training failed with "Can't pickle local object".
+    class Text(str):
+        def __str__(self):
+            return "not its characters"
+
+    docs = ["hello world %d and more" % i for i in range(200)]
+    want = bpe_cffi.train_from_iterator(docs, 300, num_workers=1)
+    assert bpe_cffi.train_from_iterator(map(Text, docs), 300, num_workers=workers) == want
+    assert bpe_cffi.count_words_from_iterator(map(Text, docs), num_workers=workers) == \
+        bpe_cffi.count_words_from_iterator(docs, num_workers=1)
+
+
 @pytest.mark.parametrize("pattern", ["gpt2", r"\w+|\W+"])
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_lone_surrogate_is_the_error_of_its_document(small_batches, pattern, workers):
