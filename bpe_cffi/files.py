@@ -1125,7 +1125,6 @@ def load_counts(path) -> dict[bytes, int]:
 def _count_arrays_problem(blob: bytes, offsets, values) -> str | None:
     """What is wrong with word-count arrays (words blob[offsets[i]:offsets[i + 1]], counted
     values[i] >= 0 times, in 64 bits), or None; a word listed twice is told apart."""
-    import numpy as np
     if (offsets.ndim != 1 or values.ndim != 1 or offsets.dtype.kind not in "iu"
             or values.dtype.kind not in "iu" or len(offsets) != len(values) + 1):
         return "offsets and counts must be 1-D int arrays, one offset more than counts"
