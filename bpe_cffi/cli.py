@@ -47,12 +47,19 @@ def _peak_rss_mb() -> float | None:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes there, KiB here
 
 
+_SHOWN = 32  # characters (or bytes) of a token shown; a longer one is shown with its length
+
+
 def _show(token: bytes) -> str:
-    """A token as a quoted str, or as bytes (b'\\xe3\\x83') if it is not whole UTF-8."""
+    """A token as a quoted str, or as bytes (b'\\xe3\\x83') if it is not whole UTF-8; a long
+    one by its start and its length (a run of 4 M spaces makes tokens of megabytes)."""
     try:
-        return repr(token.decode("utf-8"))
+        whole = token.decode("utf-8")
     except UnicodeDecodeError:
-        return repr(token)
+        whole = token
+    if len(whole) <= _SHOWN:
+        return repr(whole)
+    return f"{whole[:_SHOWN]!r}... ({len(token):,} bytes)"
 
 
 def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:

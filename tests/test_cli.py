@@ -34,6 +34,23 @@ def test_train_info_encode_decode(tmp_path, capsys):
     assert (tmp_path / "t.txt").read_text(encoding="utf-8") == text
 
 
+def test_summary_shows_long_tokens_by_their_start_and_length(tmp_path, capsys):
+    # A long run of one character makes tokens as long as the run: the summaries of train and
+    # info printed the five longest whole (4 MB of spaces: 20 MB of them on the terminal).
+    corpus = tmp_path / "run.txt"
+    corpus.write_text(" " * 100_000 + "x\n" + "\xff" * 3000)
+    out = tmp_path / "tok"
+    assert main(["train", str(corpus), "--vocab-size", "290", "--out", str(out),
+                 "--quiet"]) == 0
+    assert main(["info", str(out)]) == 0
+    summary = capsys.readouterr().out
+    assert max(map(len, summary.splitlines())) < 500
+    assert "'" + " " * 32 + "'... (65,536 bytes)" in summary
+    assert bpe_cffi.cli._show("ÿ".encode() * 40) == repr("ÿ" * 32) + "... (80 bytes)"
+    assert bpe_cffi.cli._show(b"\xff" * 33) == repr(b"\xff" * 32) + "... (33 bytes)"
+    assert bpe_cffi.cli._show(b"ab") == "'ab'"
+
+
 def test_train_several_files_and_glob(tmp_path, capsys):
     for i in range(3):
         (tmp_path / f"part{i}.txt").write_text(f"alpha beta gamma {i} " * 50)
