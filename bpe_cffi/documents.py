@@ -24,7 +24,8 @@ import zlib
 from typing import Iterator
 
 from .chunking import Edges, cut_stream
-from .sources import STDIN, check_input_file, file_size, is_url, open_binary, read_range_bytes
+from .sources import (STDIN, check_input_file, file_size, first_bad_utf8, is_url, open_binary,
+                      read_range_bytes)
 
 try:  # the "gzip" extra: the same files decompressed 3-5x faster (docs/performance.md)
     from isal import igzip as _gzip
@@ -238,7 +239,10 @@ def _reading(path: str, kind: str) -> Iterator[None]:
         yield
     except UnicodeDecodeError as e:
         try:
-            place = "" if path == STDIN else _first_bad_utf8(path)
+            place = ""
+            if path != STDIN:
+                with _open_binary(path) as f:
+                    place = first_bad_utf8(f)
         except (EOFError, OSError, zlib.error, _GzipDataError):  # (it was read once)
             place = ""
         raise ValueError(f"{path} is not valid UTF-8{place} ({e.reason})") from None
@@ -246,28 +250,6 @@ def _reading(path: str, kind: str) -> Iterator[None]:
         if isinstance(e, FileNotFoundError):
             raise
         raise ValueError(f"{path}: cannot be read as {kind} ({e})") from None
-
-
-def _first_bad_utf8(path: str) -> str:
-    """Where the (decompressed) bytes of path first are not UTF-8: ": byte offset N of its
-    text, line L", or "" if they all are (the file changed)."""
-    done = lines = 0  # bytes and line breaks before `carry`
-    carry = b""  # a character cut by the end of the last block
-    with _open_binary(path) as f:
-        while block := f.read(1 << 20):
-            data = carry + block
-            try:
-                data.decode("utf-8")
-                good = len(data)
-            except UnicodeDecodeError as e:
-                if e.reason != "unexpected end of data":
-                    line = lines + data.count(b"\n", 0, e.start) + 1
-                    return f": byte offset {done + e.start} of its text, line {line}"
-                good = e.start
-            carry = data[good:]
-            done += good
-            lines += data.count(b"\n", 0, good)
-    return f": byte offset {done} of its text, at its end" if carry else ""
 
 
 def _open_binary(path: str):

@@ -29,6 +29,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 
 from .patterns import GPT2_PATTERN, PATTERNS, family_of, pretokenizer, resolve_pattern
+from .sources import first_bad_utf8
 from .specials import add_special_ids, special_only_ids, unique_specials
 
 Vocab = dict[int, bytes]
@@ -431,17 +432,18 @@ def json_indented(value, indent: int, depth: int = 0) -> str:
 def _read_json(path: str):
     """A JSON file's document; a ValueError naming the file if it is not UTF-8 JSON (nested
     past the interpreter's depth too)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 at byte offset {e.start}") from None
-    except RecursionError:
-        raise ValueError(f"{path}: JSON nested too deeply") from None
-    except ValueError as e:  # an int of more digits than the interpreter converts
-        raise ValueError(f"{path}: {e}") from None
+    with _named_decode_errors(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        except RecursionError:
+            raise ValueError(f"{path}: JSON nested too deeply") from None
+        except UnicodeDecodeError:  # (its offset counts in one block of the file)
+            raise
+        except ValueError as e:  # an int of more digits than the interpreter converts
+            raise ValueError(f"{path}: {e}") from None
 
 
 def _refuse_empty_token(raw_vocab: dict, path: str) -> None:
@@ -518,11 +520,16 @@ def merges_txt_line(path: str, index: int) -> int:
 
 @contextmanager
 def _named_decode_errors(path: str) -> Iterator[None]:
-    """A file that is not UTF-8 as a ValueError naming it."""
+    """A file that is not UTF-8 as a ValueError naming it and where (read again to find it)."""
     try:
         yield
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 ({e.reason})") from None
+        try:
+            with open(path, "rb") as f:
+                place = first_bad_utf8(f)
+        except OSError:
+            place = ""
+        raise ValueError(f"{path}: not UTF-8{place} ({e.reason})") from None
 
 
 def _merges_lines(lines: list[str], lineno: int, path: str) -> MergeParts:

@@ -52,6 +52,27 @@ def decode_range(data: bytes, path: str, start: int) -> str:
                          f"({e.reason})") from None
 
 
+def first_bad_utf8(f) -> str:
+    """Where the bytes of the binary file f first are not UTF-8: ": byte offset N of its text,
+    line L", or "" if they all are (the file changed since a read failed)."""
+    done = lines = 0  # bytes and line breaks before `carry`
+    carry = b""  # a character cut by the end of the last block
+    while block := f.read(1 << 20):
+        data = carry + block
+        try:
+            data.decode("utf-8")
+            good = len(data)
+        except UnicodeDecodeError as e:
+            if e.reason != "unexpected end of data":
+                line = lines + data.count(b"\n", 0, e.start) + 1
+                return f": byte offset {done + e.start} of its text, line {line}"
+            good = e.start
+        carry = data[good:]
+        done += good
+        lines += data.count(b"\n", 0, good)
+    return f": byte offset {done} of its text, at its end" if carry else ""
+
+
 def read_range(path: str, start: int, end: int) -> str:
     """The text of bytes [start, end) of path."""
     return decode_range(read_range_bytes(path, start, end), path, start)

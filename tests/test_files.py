@@ -330,10 +330,15 @@ def test_save_takes_ignore_merges_as_a_bool_only(trained, tmp_path):
 @pytest.mark.parametrize("name", ["tokenizer.json", "vocab.json", "merges.txt"])
 def test_tokenizer_files_not_utf8_or_nested_too_deeply(saved, name):
     path = saved / name
-    path.write_bytes(path.read_bytes()[:40] + b"\xff\xfe" + path.read_bytes()[40:])
+    data = path.read_bytes()
+    cut = data.index(b"\n") + 1
+    path.write_bytes(data[:cut] + b"\xff\xfe" + data[cut:])
     load = (lambda: Tokenizer.load(saved)) if name == "tokenizer.json" else \
         (lambda: files.load_gpt2(saved / "vocab.json", saved / "merges.txt"))
-    with pytest.raises(ValueError, match=f"{name}: not UTF-8"):
+    # where: merges.txt, read in blocks of lines, said only "not UTF-8 (invalid start byte)",
+    # and a JSON file an offset in one block of its text
+    with pytest.raises(ValueError, match=f"{name}: not UTF-8: byte offset {cut} of its text, "
+                                         "line 2 "):
         load()
     if name != "merges.txt":
         path.write_text("[" * 100_000, encoding="utf-8")
