@@ -17,6 +17,7 @@ import numpy as np
 
 from . import __version__
 from .counting import MAX_WORKERS, count_words_arrays
+from .decoder import UnknownId
 from .files import (absolute, check_name_lengths, check_regular_file, check_specials_saveable,
                     distinct_outputs, save, tokenizer_files)
 from .patterns import PATTERNS, pretokenizer
@@ -235,7 +236,11 @@ def cmd_decode(args) -> None:
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     with _text_output(args.out) as f:
         for a in range(0, len(ids), _DECODE_BLOCK_IDS):
-            f.write(utf8.decode(tok.decode_bytes(ids[a:a + _DECODE_BLOCK_IDS])))
+            try:
+                f.write(utf8.decode(tok.decode_bytes(ids[a:a + _DECODE_BLOCK_IDS])))
+            except UnknownId as e:
+                raise ValueError(f"{args.ids}: id {e.id} at index {a + e.position} is not in "
+                                 "the vocabulary") from None
         f.write(utf8.decode(b"", final=True))
 
 

@@ -26,6 +26,19 @@ def _index_in(i, table: Mapping[int, bytes]) -> bool:
         return False
 
 
+class UnknownId(ValueError):
+    """An id that is not in the vocabulary, and its position among the ids decoded."""
+
+    def __init__(self, token_id, position: int):
+        self.id = token_id.item() if isinstance(token_id, np.generic) else token_id
+        self.position = position
+        super().__init__(f"id {self.id!r} is not in the vocabulary (at index {position} of the "
+                         "ids)")
+
+    def __reduce__(self):
+        return type(self), (self.id, self.position)
+
+
 class Decoder:
     """The tokens' bytes by id."""
 
@@ -69,9 +82,7 @@ class Decoder:
         n_bytes, bad = ffi.new("int64_t *"), ffi.new("int64_t *")
         rc = lib.bpe_decoder_length(table, buf, len(as_int64), n_bytes, bad)
         if rc == lib.BPE_EINVAL and bad[0] >= 0:
-            wrong = ids[bad[0]]
-            wrong = wrong.item() if isinstance(wrong, np.generic) else wrong
-            raise ValueError(f"id {wrong!r} is not in the vocabulary")
+            raise UnknownId(ids[bad[0]], bad[0])
         check(rc, "bpe_decoder_length")
         data = bytearray(n_bytes[0])
         check(lib.bpe_decoder_decode(table, buf, len(as_int64), ffi.from_buffer(data),
@@ -85,12 +96,12 @@ class Decoder:
         try:
             return b"".join(map(table.__getitem__, map(operator.index, ids)))
         except (KeyError, TypeError):
-            bad = next(i for i in ids if not _index_in(i, table))
+            at, bad = next((k, i) for k, i in enumerate(ids) if not _index_in(i, table))
             bad = bad.item() if isinstance(bad, np.generic) else bad
             if not hasattr(type(bad), "__index__"):  # as tiktoken and tokenizers have it
                 raise TypeError(f"an id is an int, not {type(bad).__name__} "
                                 f"({reprlib.repr(bad)})") from None
-            raise ValueError(f"id {bad!r} is not in the vocabulary") from None
+            raise UnknownId(bad, at) from None
 
     def _c_table(self):
         """The C table of every token's bytes by id (made on first use; two threads may both

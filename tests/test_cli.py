@@ -183,6 +183,20 @@ def test_decode_in_blocks_equals_decoding_at_once(tmp_path, monkeypatch, capsys,
     assert capsys.readouterr().out == want
 
 
+@pytest.mark.parametrize("block", [3, 1000])
+def test_decode_names_the_file_and_index_of_an_unknown_id(tmp_path, monkeypatch, capsys, block):
+    from bpe_cffi import cli
+    monkeypatch.setattr(cli, "_DECODE_BLOCK_IDS", block)
+    bpe_cffi.save({i: bytes([i]) for i in range(256)}, [], tmp_path / "bytes")
+    ids = np.full(200, 104, np.int32)
+    ids[107] = 256
+    np.save(tmp_path / "ids.npy", ids)
+    assert main(["decode", "--tokenizer", str(tmp_path / "bytes"), str(tmp_path / "ids.npy"),
+                 "--out", str(tmp_path / "out.txt")]) == 1
+    assert "ids.npy: id 256 at index 107 is not in the vocabulary" in capsys.readouterr().err
+    assert not (tmp_path / "out.txt").exists()
+
+
 def test_decode_refuses_a_fifo_and_a_closed_stdout(tmp_path, monkeypatch, capsys):
     import os
     tok = tmp_path / "t"

@@ -542,10 +542,12 @@ def test_first_calls_at_once_share_the_tokenizers_threads(trained, monkeypatch):
 # ---- bad input -----------------------------------------------------------------------------
 
 def test_decode_unknown_id(tok):
-    with pytest.raises(ValueError, match="99999"):
+    with pytest.raises(ValueError, match=r"id 99999 is not in the vocabulary \(at index 2 "):
         tok.decode([1, 2, 99999])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at index 0 "):
         tok.decode([-1])
+    with pytest.raises(ValueError, match=r"id -1 .*at index 70 "):  # (in C, from 64 ids on)
+        tok.decode(np.array([1] * 70 + [-1] + [1] * 9))
 
 
 def test_decode_takes_any_iterable(tok):
