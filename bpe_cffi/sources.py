@@ -91,11 +91,13 @@ def check_input_file(path) -> str:
     local = _local_path(path)
     if local is None:
         return path
-    if not os.path.exists(local):
-        raise FileNotFoundError(f"no such file: {path!r}")
-    if os.path.isdir(local):
+    try:  # (a loop of links, a directory that may not be searched: the system's own error)
+        mode = os.stat(local).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {path!r}") from None
+    if stat.S_ISDIR(mode):
         raise IsADirectoryError(f"expected a text file, got a directory: {path!r}")
-    if not stat.S_ISREG(os.stat(local).st_mode):
+    if not stat.S_ISREG(mode):
         raise ValueError(f"{path!r} is not a regular file (a FIFO, socket or device cannot be "
                          "read in independent byte ranges); copy it to a file first")
     return path

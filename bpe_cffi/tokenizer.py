@@ -4,6 +4,7 @@ from __future__ import annotations
 import errno
 import gc
 import os
+import stat
 import threading
 from typing import AbstractSet, Iterable, Iterator, Mapping, Sequence, Union
 
@@ -174,11 +175,13 @@ class Tokenizer:
         `enc._special_tokens`); with a tokenizer.json, giving them is an error. num_threads,
         cache_bytes: as for the constructor."""
         d = os.fsdecode(os.fspath(directory))  # a bytes path too
-        if os.path.exists(d) and not os.path.isdir(d):
+        try:  # (a loop of links, a directory that may not be searched: the system's own error)
+            is_dir = stat.S_ISDIR(os.stat(d).st_mode)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no such tokenizer directory: {d!r}") from None
+        if not is_dir:
             raise NotADirectoryError(f"{d!r} is a file, not a tokenizer directory (written by "
                                      "save or bpe-cffi train)")
-        if not os.path.isdir(d):
-            raise FileNotFoundError(f"no such tokenizer directory: {d!r}")
         # Checked here, so that an error from the files' contents alone names the file.
         special_tokens = _checked_arguments(pattern, special_tokens, num_threads=num_threads,
                                             cache_bytes=cache_bytes)

@@ -157,6 +157,17 @@ def test_directory_and_fifo_are_refused(tmp_path):
         bpe_cffi.count_words(fifo)
 
 
+def test_a_loop_of_links_is_named_so(tmp_path):
+    # os.path.exists is False for a loop of symbolic links: it was reported as no such file.
+    import errno
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    for call in (bpe_cffi.count_words, bpe_cffi.Tokenizer.load):
+        with pytest.raises(OSError) as caught:
+            call(tmp_path / "a")
+        assert caught.value.errno == errno.ELOOP
+
+
 def test_worker_counts_are_bounded(tmp_path, monkeypatch):
     # num_workers=10**6 once forked thousands of processes before any work: counts past any
     # machine are refused, and encode_file starts no more processes than it has ranges.
