@@ -961,13 +961,15 @@ def tokenizer_files(directory: str) -> list[str]:
 
 
 def check_vocab(vocab) -> None:
-    """A TypeError unless vocab is a dict (a mapping: Tokenizer.id_to_token) of ids (ints in
-    [0, 2**31)) to bytes."""
+    """A TypeError unless vocab is a dict (a mapping: Tokenizer.id_to_token) of ids (ints) to
+    bytes, a ValueError for an id outside [0, 2**31)."""
     if not isinstance(vocab, Mapping):
         raise TypeError(f"vocab must be a dict of int -> bytes, not {type(vocab).__name__}")
     for i, b in vocab.items():
-        if isinstance(i, bool) or not isinstance(i, int) or i < 0 or i >= 2**31:
+        if isinstance(i, bool) or not isinstance(i, int):
             raise TypeError(f"vocab ids must be ints in [0, 2**31), got {i!r}")
+        if not 0 <= i < 2**31:
+            raise ValueError(f"vocab ids must be ints in [0, 2**31), got {i!r}")
         if not isinstance(b, bytes):
             raise TypeError(f"vocab values must be bytes, got {type(b).__name__} for id {i}")
 

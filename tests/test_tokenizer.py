@@ -706,6 +706,11 @@ def test_vocab_type_errors():
         Tokenizer({0: "a"}, [])
     with pytest.raises(TypeError):
         Tokenizer([b"a"], [])
+    with pytest.raises(TypeError, match="got '0'"):
+        Tokenizer({"0": b"a"}, [])
+    for outside in (-1, 2**31):  # an int of the wrong value, not of the wrong type
+        with pytest.raises(ValueError, match=re.escape(f"in [0, 2**31), got {outside}")):
+            Tokenizer({outside: b"a"}, [])
 
 
 def test_special_tokens_with_their_ids_as_tiktoken_gives_them(tmp_path):
