@@ -2,17 +2,24 @@
 separator (by default <|endoftext|>) between two files, ready for LM training.
 
 Each file is planned into byte ranges on safe edges (chunking.py). With one worker the parent
-encodes them in turn; with more, a process pool encodes them and each range's ids come back
-through a file beside the output (pool.py says why). The output is written atomically: a
-temporary file renamed over the output at the end.
+encodes them in turn. With more, plain text files of a pattern with a C scanner are encoded on
+threads of this process, which share the tokenizer's cache (a unit the corpus holds is then
+encoded once, not once a process) and hand their ids straight to the output; the other inputs
+(documents parsed in Python, patterns split by the regex module: work that holds the GIL) go
+to a process pool, and each part's ids come back through a file beside the output (pool.py
+says why). The output is written atomically: a temporary file renamed over the output at the
+end.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import os
 import shutil
 import struct
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator
 
 import numpy as np
 
@@ -79,17 +86,26 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                         _encode_here(tokenizer, path, edges, target, text_field,
                                      allowed_special, out, bar, planned or None)
                     continue
-                if pool is None:  # no more processes than jobs, when this run is all
-                    size = workers if STDIN in paths else min(workers, len(jobs))
-                    pool = stack.enter_context(process_pool(size, _init_worker, (tokenizer,)))
-                for job, (part, n_ids, n_docs, n_bytes) in zip(
-                        jobs, results(pool, pool.imap(_encode_job, jobs))):
+                if tokenizer.pretokenizer.family is not None and \
+                        all(job[1] != "documents" for job in jobs):
+                    done = _on_threads(tokenizer, jobs, min(workers, len(jobs)),
+                                       allowed_special)
+                else:
+                    if pool is None:  # no more processes than jobs, when this run is all
+                        size = workers if STDIN in paths else min(workers, len(jobs))
+                        pool = stack.enter_context(process_pool(size, _init_worker,
+                                                                (tokenizer,)))
+                    done = results(pool, pool.imap(_encode_job, jobs))
+                for job, (part, n_ids, n_docs, n_bytes) in zip(jobs, done):
                     if job[1] == "text" and job[2] == 0:  # a plain file's first range
                         out.document()
                     elif n_docs:  # documents, or small files, with separators between them
                         out.document()
                         out.documents += n_docs - 1  # separators between them: written
-                    out.copy_from(part, n_ids)
+                    if isinstance(part, str):  # a pool worker's file
+                        out.copy_from(part, n_ids)
+                    else:
+                        out.write(part)
                     bar.update(n_bytes)
         out.finish()
     return out.total
@@ -147,15 +163,62 @@ def _encode_here(tokenizer, path: str, edges: Edges, target: int, text_field: st
         bar.update(b - a)
 
 
-def _encode_range(tokenizer, path: str, start: int, end: int, allowed_special) -> np.ndarray:
-    """The ids of bytes [start, end) of a text file, encoded from its UTF-8 as read: a str
-    made of it would be made UTF-8 again (16 MB: ~0.06 s of ~0.3 s)."""
+def _encode_range(tokenizer, path: str, start: int, end: int, allowed_special,
+                  here: bool = False) -> np.ndarray:
+    """The ids of bytes [start, end) of a text file, encoded from its UTF-8 as read (a str
+    made of it would be made UTF-8 again; 16 MB: ~0.06 s of ~0.3 s) on the tokenizer's
+    threads, or here, on the calling thread (a C scanner's pattern only)."""
     data = read_range_bytes(path, start, end)
+    encoder = tokenizer._encoder_for(allowed_special)
     try:
-        return tokenizer._encoder_for(allowed_special).encode(data, tokenizer.dtype)
+        if here:
+            return encoder.encode_here(data, tokenizer.dtype)
+        return encoder.encode(data, tokenizer.dtype)
     except (ValueError, UnicodeDecodeError):
         decode_range(data, path, start)  # the error that says where it is not UTF-8
         raise
+
+
+def _on_threads(tokenizer, jobs: list[tuple], threads: int, allowed_special
+                ) -> Iterator[tuple]:
+    """The results of jobs of plain text files (see _jobs), encoded on threads of this
+    process, in order, as _encode_job gives them but with the ids themselves in place of a
+    file. A job is submitted as an earlier one's result is taken, two a thread ahead: the ids
+    waiting to be written are bounded, however slow the output. Leaving early (an error, or
+    Ctrl-C) cancels the jobs not started and waits for the running ones (a range each)."""
+    with ThreadPoolExecutor(threads) as pool:
+        waiting: collections.deque = collections.deque()
+        rest = iter(jobs)
+        try:
+            for job in itertools.islice(rest, 2 * threads):
+                waiting.append(pool.submit(_encode_plain, tokenizer, job, allowed_special))
+            while waiting:
+                result = waiting.popleft().result()
+                job = next(rest, None)
+                if job is not None:
+                    waiting.append(pool.submit(_encode_plain, tokenizer, job, allowed_special))
+                yield result
+        finally:
+            for future in waiting:
+                future.cancel()
+
+
+def _encode_plain(tokenizer, job: tuple, allowed_special) -> tuple[np.ndarray, int, int, int]:
+    """On a thread: a plain file's byte range, or a run of small plain files with the
+    separator between them (job[6]), encoded; returns (their ids, how many, the documents
+    in them, the bytes of text done)."""
+    path, kind, start, end, between = job[0], job[1], job[2], job[3], job[6]
+    if kind == "text":
+        ids = _encode_range(tokenizer, path, start, end, allowed_special, here=True)
+        return ids, len(ids), 0, end - start
+    sep = np.array(between, tokenizer.dtype)
+    parts: list[np.ndarray] = []
+    for one, size in path:  # each a document, of the size planned
+        if parts:
+            parts.append(sep)
+        parts.append(_encode_range(tokenizer, one, 0, size, allowed_special, here=True))
+    ids = np.concatenate(parts) if parts else np.empty(0, tokenizer.dtype)
+    return ids, len(ids), len(path), sum(size for _, size in path)
 
 
 class _IdsFile:

@@ -135,6 +135,11 @@ class Encoder:
             return parts[0].astype(dtype, copy=False)
         return np.concatenate(parts, dtype=dtype, casting="unsafe")  # cast as they are joined
 
+    def encode_here(self, data: bytes, dtype=np.int32) -> np.ndarray:
+        """The ids of UTF-8 text (a pattern with a C scanner), as an array of dtype, in one C
+        call on the calling thread: for callers that run threads of their own."""
+        return self._checked(self._encode_utf8(data), data).astype(dtype, copy=False)
+
     def _parts(self, data: bytes, parts_per_thread: int) -> Iterable[np.ndarray]:
         """The checked ids of data, a part at a time: a long text is cut at safe edges into
         parts (at most parts_per_thread a thread, none under _THREAD_MIN_BYTES) that the

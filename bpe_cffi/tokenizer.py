@@ -316,7 +316,8 @@ class Tokenizer:
         """Encodes corpus files (a path, a list of paths or globs; plain text, or .jsonl,
         .parquet, .gz / .zst compressed text or JSON lines with each record's text in
         text_field) into one flat .npy of ids (uint16 when they fit, else uint32), in input
-        order, written atomically, on num_workers processes (None: one per core), in memory
+        order, written atomically, on num_workers threads (plain text with a C scanner's
+        pattern, sharing this tokenizer's cache) or processes (None: one per core), in memory
         bounded by the chunks in flight. A plain file is one document, a record one
         document; between two documents go the separator's ids: "default" is <|endoftext|>
         when it is a special token of this tokenizer (else nothing), None nothing. Returns

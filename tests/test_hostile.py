@@ -181,17 +181,23 @@ def test_worker_counts_are_bounded(tmp_path, monkeypatch):
             bpe_cffi.count_words(path, num_workers=bad)
     assert bpe_cffi.count_words(path, num_workers=np.int64(2)) == \
         bpe_cffi.count_words(path, num_workers=1)  # a numpy int, as vocab_size takes
-    started = []
-    real_pool = encode_file.process_pool
+    started = []  # (processes or threads, how many)
+    real_pool, real_threads = encode_file.process_pool, encode_file.ThreadPoolExecutor
     monkeypatch.setattr(encode_file, "process_pool",
-                        lambda n, *args: started.append(n) or real_pool(n, *args))
+                        lambda n, *args: started.append(("processes", n)) or real_pool(n, *args))
+    monkeypatch.setattr(encode_file, "ThreadPoolExecutor",
+                        lambda n: started.append(("threads", n)) or real_threads(n))
     monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 2_000)
-    tok = bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)}, [])
-    tok.encode_file(path, tmp_path / "ids.npy", num_workers=200)
-    edges = encode_file.Edges([], tok.pretokenizer.edges)
-    assert started == [len(encode_file.plan_file(str(path), edges, 2_000))]
-    assert 1 < started[0] < 200
-    assert np.load(tmp_path / "ids.npy").tolist() == list(b"a b c " * 1000)
+    path.write_text("a b c|" * 1000, encoding="utf-8")  # "|": a special token, cut at
+    # plain text on threads with a C scanner's pattern, in processes with a regex
+    for pattern, kind in (("gpt2", "threads"), (r"\S+|\s+", "processes")):
+        started.clear()
+        tok = bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["|"], pattern)
+        tok.encode_file(path, tmp_path / "ids.npy", num_workers=200)
+        edges = encode_file.Edges([b"|"], tok.pretokenizer.edges)
+        ranges = len(encode_file.plan_file(str(path), edges, 2_000))
+        assert started == [(kind, ranges)] and 1 < ranges < 200
+        assert np.load(tmp_path / "ids.npy").tolist() == tok.encode("a b c|" * 1000)
 
 
 def test_file_truncated_while_read(tmp_path, monkeypatch):

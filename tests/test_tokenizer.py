@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import tracemalloc
 
 import numpy as np
@@ -467,6 +468,59 @@ def test_encode_file(tok, tmp_path, workers):
     arr = np.load(out)
     assert arr.dtype == np.uint16 and len(arr) == n
     assert arr.tolist() == tok.encode(text)
+
+
+def test_encode_file_of_plain_files_on_threads(tok, tmp_path, monkeypatch):
+    # Plain files with a C scanner's pattern are encoded on threads of this process, which
+    # share the tokenizer's cache: large files in ranges, small ones in runs, the separator
+    # between every two files, in order; no process is started.
+    from bpe_cffi import encode_file
+
+    def no_processes(*args):
+        raise AssertionError("a process pool was started")
+    monkeypatch.setattr(encode_file, "process_pool", no_processes)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 40_000)
+    sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
+    texts = [sample[:150_000], "In the beginning", "", sample[7:900], sample[-120_000:], "x"]
+    paths = []
+    for k, text in enumerate(texts):
+        paths.append(tmp_path / f"{k}.txt")
+        paths[-1].write_text(text, encoding="utf-8")
+    out = tmp_path / "ids.npy"
+    n = tok.encode_file(paths, out, num_workers=3)
+    want = tok.encode(EOT.join(texts))
+    assert np.load(out).tolist() == want and n == len(want)
+    # An error on a thread (bytes that are no UTF-8 in a later range) names its place, leaves
+    # no output and no thread behind.
+    before = threading.active_count()
+    paths[4].write_bytes(paths[4].read_bytes()[:100_000] + b"\xff" + b" a" * 10_000)
+    with pytest.raises(ValueError, match=r"4.txt is not valid UTF-8: byte offset 100000 "):
+        tok.encode_file(paths, tmp_path / "bad.npy", num_workers=2)
+    assert not (tmp_path / "bad.npy").exists() and threading.active_count() == before
+
+
+def test_threads_leaving_early_cancel_the_rest(tok, tmp_path):
+    # encode_file's threads: a caller that stops taking results (an error in writing, Ctrl-C)
+    # leaves no job running once it has left, and starts none after.
+    from bpe_cffi import encode_file
+    src = tmp_path / "in.txt"
+    src.write_text("In the beginning God created the heaven and the earth. " * 2000)
+    jobs = [(str(src), "text", 0, 100_000, "text", "all", [], "")] * 50
+    started = []
+    real = encode_file._encode_plain
+    encode_file._encode_plain = lambda *args: started.append(1) or real(*args)
+    try:
+        results = encode_file._on_threads(tok, jobs, 2, "all")
+        ids, n, docs, done = next(results)
+        assert ids.tolist() == tok.encode(src.read_text()[:100_000])
+        time.sleep(0.3)  # taking no result meanwhile: the ids waiting stay bounded
+        assert len(started) <= 1 + 2 * 2  # the first, and two jobs a thread ahead
+        results.close()
+        now = len(started)
+        time.sleep(0.2)
+        assert len(started) == now
+    finally:
+        encode_file._encode_plain = real
 
 
 def test_from_files_round_trip(trained, tmp_path):
