@@ -96,17 +96,21 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                         pool = stack.enter_context(process_pool(size, _init_worker,
                                                                 (tokenizer,)))
                     done = results(pool, pool.imap(_encode_job, jobs))
-                for job, (part, n_ids, n_docs, n_bytes) in zip(jobs, done):
-                    if job[1] == "text" and job[2] == 0:  # a plain file's first range
-                        out.document()
-                    elif n_docs:  # documents, or small files, with separators between them
-                        out.document()
-                        out.documents += n_docs - 1  # separators between them: written
-                    if isinstance(part, str):  # a pool worker's file
-                        out.copy_from(part, n_ids)
-                    else:
-                        out.write(part)
-                    bar.update(n_bytes)
+                # Closed however the loop ends: the threads' jobs not started are cancelled
+                # and the threads end here, not when the error's traceback is dropped (nor
+                # live on into the fork of a later run's pool).
+                with contextlib.closing(done):
+                    for job, (part, n_ids, n_docs, n_bytes) in zip(jobs, done):
+                        if job[1] == "text" and job[2] == 0:  # a plain file's first range
+                            out.document()
+                        elif n_docs:  # documents, or small files, with separators between
+                            out.document()
+                            out.documents += n_docs - 1  # separators between them: written
+                        if isinstance(part, str):  # a pool worker's file
+                            out.copy_from(part, n_ids)
+                        else:
+                            out.write(part)
+                        bar.update(n_bytes)
         out.finish()
     return out.total
 

@@ -497,6 +497,21 @@ def test_encode_file_of_plain_files_on_threads(tok, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"4.txt is not valid UTF-8: byte offset 100000 "):
         tok.encode_file(paths, tmp_path / "bad.npy", num_workers=2)
     assert not (tmp_path / "bad.npy").exists() and threading.active_count() == before
+    # Nor an error in writing the output (a full disk), which the threads' results never see:
+    # their jobs went on, and the threads lived as long as the error's traceback.
+    written, real_write = [], encode_file._IdsFile.write
+
+    def full_disk(self, ids):
+        written.append(len(ids))
+        if len(written) > 2:
+            raise OSError(28, "No space left on device")
+        real_write(self, ids)
+    monkeypatch.setattr(encode_file._IdsFile, "write", full_disk)
+    paths[4].write_text(texts[4], encoding="utf-8")
+    with pytest.raises(OSError, match="No space left") as caught:
+        tok.encode_file(paths, tmp_path / "full.npy", num_workers=2)
+    assert caught.tb is not None  # (the traceback, alive: it held the unclosed generator)
+    assert not (tmp_path / "full.npy").exists() and threading.active_count() == before
 
 
 def test_threads_leaving_early_cancel_the_rest(tok, tmp_path):
