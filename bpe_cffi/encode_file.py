@@ -2,13 +2,13 @@
 separator (by default <|endoftext|>) between two files, ready for LM training.
 
 Each file is planned into byte ranges on safe edges (chunking.py). With one worker the parent
-encodes them in turn. With more, plain text files of a pattern with a C scanner are encoded on
-threads of this process, which share the tokenizer's cache (a unit the corpus holds is then
-encoded once, not once a process) and hand their ids straight to the output; the other inputs
-(documents parsed in Python, patterns split by the regex module: work that holds the GIL) go
-to a process pool, and each part's ids come back through a file beside the output (pool.py
-says why). The output is written atomically: a temporary file renamed over the output at the
-end.
+encodes them in turn. With more, the byte ranges of plain text files with a C scanner's
+pattern are encoded on threads of this process, which share the tokenizer's cache (a unit the
+corpus holds is then encoded once, not once a process) and hand their ids straight to the
+output. Inputs whose work holds the GIL for long (documents parsed in Python, patterns split
+by the regex module, runs of small files: a few lines of Python a file) go to a process pool,
+and each part's ids come back through a file beside the output (pool.py says why). The
+output is written atomically: a temporary file renamed over the output at the end.
 """
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                                      allowed_special, out, bar, planned or None)
                     continue
                 if tokenizer.pretokenizer.family is not None and \
-                        all(job[1] != "documents" for job in jobs):
+                        all(job[1] == "text" for job in jobs):
                     done = _on_threads(tokenizer, jobs, min(workers, len(jobs)),
                                        allowed_special)
                 else:
@@ -185,7 +185,7 @@ def _encode_range(tokenizer, path: str, start: int, end: int, allowed_special,
 
 def _on_threads(tokenizer, jobs: list[tuple], threads: int, allowed_special
                 ) -> Iterator[tuple]:
-    """The results of jobs of plain text files (see _jobs), encoded on threads of this
+    """The results of jobs of plain text files' ranges (see _jobs), encoded on threads of this
     process, in order, as _encode_job gives them but with the ids themselves in place of a
     file. A job is submitted as an earlier one's result is taken, two a thread ahead: the ids
     waiting to be written are bounded, however slow the output. Leaving early (an error, or
@@ -208,21 +208,11 @@ def _on_threads(tokenizer, jobs: list[tuple], threads: int, allowed_special
 
 
 def _encode_plain(tokenizer, job: tuple, allowed_special) -> tuple[np.ndarray, int, int, int]:
-    """On a thread: a plain file's byte range, or a run of small plain files with the
-    separator between them (job[6]), encoded; returns (their ids, how many, the documents
-    in them, the bytes of text done)."""
-    path, kind, start, end, between = job[0], job[1], job[2], job[3], job[6]
-    if kind == "text":
-        ids = _encode_range(tokenizer, path, start, end, allowed_special, here=True)
-        return ids, len(ids), 0, end - start
-    sep = np.array(between, tokenizer.dtype)
-    parts: list[np.ndarray] = []
-    for one, size in path:  # each a document, of the size planned
-        if parts:
-            parts.append(sep)
-        parts.append(_encode_range(tokenizer, one, 0, size, allowed_special, here=True))
-    ids = np.concatenate(parts) if parts else np.empty(0, tokenizer.dtype)
-    return ids, len(ids), len(path), sum(size for _, size in path)
+    """On a thread: a plain file's byte range encoded; returns (its ids, how many, 0
+    documents, the bytes of text done), as _encode_job gives them."""
+    path, _, start, end = job[:4]
+    ids = _encode_range(tokenizer, path, start, end, allowed_special, here=True)
+    return ids, len(ids), 0, end - start
 
 
 class _IdsFile:
