@@ -38,9 +38,9 @@ _IN_FLIGHT_PER_WORKER = 2
 def batches(texts: Iterable[str], chars: int = 0, item_type: type = str
             ) -> Iterator[list[str]]:
     """The documents in batches of about chars characters (BATCH_CHARS if 0), checked to be
-    str (or item_type), a subclass's as the plain type. A document counts _DOCUMENT_CHARS characters more than its length,
-    for what it costs beside its text (its place in the list, its offsets): a run of empty
-    documents closes batches too."""
+    str (or item_type), a subclass's taken as the plain type. A document counts
+    _DOCUMENT_CHARS characters more than its length, for what it costs beside its text (its
+    place in the list, its offsets): a run of empty documents closes batches too."""
     if isinstance(texts, (str, bytes)):
         raise TypeError("texts must be an iterable of documents (str), not a single "
                         f"{type(texts).__name__}")
