@@ -238,13 +238,13 @@ def _reading(path: str, kind: str) -> Iterator[None]:
     try:
         yield
     except UnicodeDecodeError as e:
-        try:
-            place = ""
-            if path != STDIN:
+        place = ""  # (standard input cannot be read again)
+        if path != STDIN:
+            try:
                 with _open_binary(path) as f:
                     place = first_bad_utf8(f)
-        except (EOFError, OSError, zlib.error, _GzipDataError):  # (it was read once)
-            place = ""
+            except (EOFError, OSError, zlib.error, _GzipDataError):  # (it was read once)
+                pass
         raise ValueError(f"{path} is not valid UTF-8{place} ({e.reason})") from None
     except (EOFError, OSError, zlib.error, _GzipDataError) as e:  # BadGzipFile: an OSError
         if isinstance(e, FileNotFoundError):
