@@ -238,7 +238,7 @@ def _reading(path: str, kind: str) -> Iterator[None]:
     try:
         yield
     except UnicodeDecodeError as e:
-        place = ""  # (standard input cannot be read again)
+        place = getattr(e, "place", "")  # standard input's (_StdinText), read once
         if path != STDIN:
             try:
                 with _open_binary(path) as f:
@@ -362,16 +362,41 @@ def _open_text(path: str):
 
 
 @contextlib.contextmanager
-def _stdin_text() -> Iterator[io.TextIOWrapper]:
-    """Standard input read as UTF-8, left open afterwards (the wrapper is detached)."""
+def _stdin_text() -> Iterator[_StdinText]:
+    """Standard input read as UTF-8, left open afterwards."""
     if sys.stdin is None:  # started with standard input closed
         raise ValueError("standard input is closed")
-    wrapper = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="\n")
-    try:
-        yield wrapper
-    finally:
-        wrapper.detach()
+    yield _StdinText(sys.stdin.buffer)
 
+
+class _StdinText:
+    """A binary stream's text, decoded as UTF-8 a block at a time, no newline translated.
+    Standard input cannot be read again to find a bad byte, as a file is (first_bad_utf8), so
+    this counts the bytes and line breaks it has decoded: the UnicodeDecodeError of a bad
+    byte carries `place`, where it lies in the same words."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._fed = self._lines = 0  # bytes given to the decoder; line breaks decoded
+
+    def read(self, size: int) -> str:
+        """Up to size characters (at least one, but "" at the end of the stream)."""
+        while True:
+            block = self._raw.read(size)
+            held = len(self._decoder.getstate()[0])  # a character's first bytes, kept back
+            try:
+                text = self._decoder.decode(block, final=not block)
+            except UnicodeDecodeError as e:  # e.object: the bytes held, then the block
+                done = self._fed - held + e.start
+                line = self._lines + e.object.count(b"\n", 0, e.start) + 1
+                e.place = f": byte offset {done} of its text, " + (
+                    f"line {line}" if block else "at its end")
+                raise
+            self._fed += len(block)
+            self._lines += block.count(b"\n")  # (bytes held back hold none)
+            if text or not block:
+                return text
 
 def _jsonl_documents(f, path: str, text_field: str, file_start: bool = False
                      ) -> Iterator[str]:

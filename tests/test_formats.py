@@ -18,6 +18,8 @@ import pyarrow.json  # noqa: F401  (pa.json)
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bpe_cffi
 from bpe_cffi import Tokenizer, documents
@@ -331,6 +333,38 @@ def test_text_not_utf8_is_placed(tmp_path, monkeypatch, fmt):
     with pytest.raises(ValueError, match=rf"byte offset {len(line) * 2} of its text, at its "
                                          "end"):
         bpe_cffi.count_words(cut, num_workers=1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "\n", "é", "€", "😀", "\r"]), max_size=30),
+       st.sampled_from([b"", b"\xff", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"\xc3A",
+                        b"\xed\xa0\x80"]),
+       st.lists(st.sampled_from(["b", "\n", "ü"]), max_size=5), st.integers(1, 9))
+def test_standard_input_places_a_bad_byte_as_a_file_is_placed(head, bad, tail, block):
+    # Standard input cannot be read again: its reader counts what it decoded, and names a bad
+    # byte's offset and line as first_bad_utf8 names a file's, whatever the blocks it reads
+    # (a character's bytes cut by a block's end are held for the next).
+    import io
+
+    from bpe_cffi.sources import first_bad_utf8
+    data = "".join(head).encode() + bad + "".join(tail).encode()
+    reader = documents._StdinText(io.BytesIO(data))
+    try:
+        text = "".join(iter(lambda: reader.read(block), ""))
+    except UnicodeDecodeError as e:
+        assert e.place == first_bad_utf8(io.BytesIO(data)) != ""
+    else:
+        assert text == data.decode("utf-8") and first_bad_utf8(io.BytesIO(data)) == ""
+
+
+def test_cli_places_a_bad_byte_of_standard_input(tmp_path):
+    data = "fine é\n".encode() * 3 + b"ab\xffcd\n"
+    proc = subprocess.run([sys.executable, "-m", "bpe_cffi", "train", "-", "--vocab-size",
+                           "300", "--out", str(tmp_path / "tok"), "--quiet"],
+                          input=data, capture_output=True)
+    assert proc.returncode == 1
+    assert b"- is not valid UTF-8: byte offset 26 of its text, line 4 (invalid start byte)" \
+        in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("workers", [1, 2])
