@@ -1411,9 +1411,19 @@ def test_specials_left_out_of_a_file_get_their_ids_back(data):
     # tokenizers counts them after a model vocabulary without a gap.
     from bpe_cffi.specials import add_special_ids, special_only_ids
     n = data.draw(st.integers(1, 12))
-    ids = data.draw(st.lists(st.integers(0, 15), min_size=n, max_size=n, unique=True))
-    special_ids = data.draw(st.lists(st.sampled_from(ids), unique=True))
-    ordinary = set(data.draw(st.lists(st.sampled_from(ids))))
+    if data.draw(st.booleans()):
+        # As files have them: ids from 0 without a gap, the specials among the top ones (in
+        # their order or not) and a few others. (Scattered ids leave none out.)
+        ids = list(range(n))
+        special_ids = list(range(n - data.draw(st.integers(0, n)), n))
+        if data.draw(st.booleans()):
+            special_ids = data.draw(st.permutations(special_ids))
+        special_ids = list(dict.fromkeys(special_ids + data.draw(st.lists(st.sampled_from(ids),
+                                                                          max_size=2))))
+    else:
+        ids = data.draw(st.lists(st.integers(0, 15), min_size=n, max_size=n, unique=True))
+        special_ids = data.draw(st.lists(st.sampled_from(ids), unique=True))
+    ordinary = set(data.draw(st.lists(st.sampled_from(ids), max_size=3)))
     only = special_only_ids(ids, special_ids, ordinary.__contains__)
     assert only <= set(special_ids) - ordinary
     kept = {i: b"t%d" % i for i in ids if i not in only}

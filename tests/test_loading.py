@@ -34,17 +34,19 @@ short_bytes = st.binary(min_size=1, max_size=20)
 
 @settings(max_examples=200, deadline=None)
 @given(tokens=st.lists(short_bytes, max_size=40), ids=st.lists(st.integers(0, 10**6), max_size=40),
-       picks=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), max_size=30))
-def test_merge_ids_equal_one_by_one_lookups(tokens, ids, picks):
+       picks=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), max_size=30),
+       some_missing=st.booleans())
+def test_merge_ids_equal_one_by_one_lookups(tokens, ids, picks, some_missing):
     vocab = dict(zip(ids, tokens))
-    # Merges mostly of vocabulary tokens, whose joins are then added (as training makes them),
-    # some naming a token that is not there; ids scattered, byte strings listed twice.
-    pool = list(vocab.values()) + [b"\xff\xfe", b"zz"]
+    # Merges of vocabulary tokens, whose joins are then added (as training makes them); ids
+    # scattered, byte strings listed twice. With some_missing, a few merges name a token that
+    # is not there (without, nearly every example would be one that names one).
+    pool = list(vocab.values()) + ([b"\xff\xfe", b"zz"] if some_missing or not vocab else [])
     merges = []
     for x, y in picks:
         a, b = pool[x % len(pool)], pool[y % len(pool)]
         merges.append((a, b))
-        if x % 7:
+        if x % 7 or not some_missing:
             vocab.setdefault(max(vocab, default=-1) + 1, a + b)
     token_to_id = {}
     for i in sorted(vocab):
