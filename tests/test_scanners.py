@@ -336,7 +336,9 @@ def specials_by_c(data: bytes, specials: list[bytes]) -> list[tuple[int, int]]:
     return list(zip(at.tolist(), (at + found._needle_lengths[which]).tolist()))
 
 
-@given(data=st.binary(max_size=80).map(lambda b: bytes(x % 4 + 0x3c for x in b)),
+@given(data=st.lists(st.sampled_from([b"<", b"=", b">", b"?", b"|", b"<|endoftext|>",
+                                      b"==<|endo", b"ftext|>", b"<=>", b"?<|>"]),
+                         max_size=40).map(b"".join),
        specials=st.lists(st.sampled_from([b"<", b"<<", b"<=>", b"?<|>", b"==<|endoftext|>",
                                           b"=", b"<==", b"<|", b"|>", b"??<"]),
                          min_size=1, max_size=4, unique=True))
