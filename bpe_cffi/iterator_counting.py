@@ -122,6 +122,17 @@ def count_parts(file_parts: list[Part], text_field: str, special_tokens: Iterabl
             _add_spilled(spilled, total, stats, bar)
 
 
+def _numbered(error: UnicodeEncodeError, batch: list[str], first: int) -> UnicodeEncodeError:
+    """A document's own UnicodeEncodeError (a lone surrogate), saying also which document of
+    the iterator it is (batch begins with document `first`): in a long iterator, the text
+    alone seldom tells."""
+    for i, text in enumerate(batch):
+        if text is error.object:
+            return UnicodeEncodeError(error.encoding, error.object, error.start, error.end,
+                                      f"{error.reason} (document {first + i} of the iterator)")
+    return error
+
+
 def _parsed(items: list[str], json_lines: JsonLines | None) -> list[str]:
     """The documents of a batch: the items, or the records of its blocks of JSON lines."""
     if json_lines is None:
@@ -156,18 +167,27 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
     with progress_bar(progress, total=None, unit="B", unit_scale=True,
                       desc="pre-tokenize") as bar, contextlib.ExitStack() as stack:
         def take_oldest() -> None:
-            pending_result, batch = pending.popleft()
+            pending_result, batch, first = pending.popleft()
             try:
                 spilled = result(pool, pending_result)
             except UnicodeEncodeError as e:  # a worker's is cut short (pool.WorkerEncodeError)
-                raise (e if batch is None else text_error(batch, e)) from None
+                if batch is None:
+                    raise
+                raise _numbered(text_error(batch, e), batch, first) from None
             _add_spilled(spilled, total, stats, bar)
 
         pool = spill = None
+        first = 0  # the number in the iterator of the batch's first document
         for k, batch in enumerate(batches(texts, item_type=bytes if json_lines else str)):
+            first, batch_first = first + len(batch), first
             if workers == 1 or tally.n_bytes < alone:
                 before = tally.n_bytes
-                tally.add_documents(_parsed(batch, json_lines))
+                try:
+                    tally.add_documents(_parsed(batch, json_lines))
+                except UnicodeEncodeError as e:  # the document's own (Tally.add_documents)
+                    if json_lines:
+                        raise
+                    raise _numbered(e, batch, batch_first) from None
                 bar.update(tally.n_bytes - before)
                 continue
             if pool is None:
@@ -178,7 +198,7 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
             job = (batch, pretok.pattern, specials, os.path.join(spill, str(k)), json_lines)
             # The batch is kept until its result is in, to name a text that has no UTF-8.
             pending.append((pool.apply_async(_count_batch, (job,)),
-                            None if json_lines else batch))
+                            None if json_lines else batch, batch_first))
         while pending:
             take_oldest()
     words, n_bytes, _, tok_s = tally.finish_counter()

@@ -103,12 +103,15 @@ def test_str_subclasses_count_as_their_characters(small_batches, workers):
 def test_a_lone_surrogate_is_the_error_of_its_document(small_batches, pattern, workers):
     # With workers or without, the same UnicodeEncodeError as the document's own: a worker's
     # used to come back as a bare UnicodeError, and the position counted in its whole batch.
+    # Its message also says which document it is.
     long = "word " * 1000 + "\ud800" + " word" * 1000  # a worker's own error keeps ~200 chars
     for bad, at in (("bad \ud800 one", 4), (long, 5000)):
         docs = ["a fine document"] * 20 + [bad, "fine again"] * 5
         with pytest.raises(UnicodeEncodeError) as caught:
             bpe_cffi.count_words_from_iterator(docs, pattern=pattern, num_workers=workers)
         assert (caught.value.object, caught.value.start) == (bad, at)
+        assert str(caught.value).endswith("surrogates not allowed (document 20 of the "
+                                          "iterator)")
 
 
 def test_pool_results_are_small(tmp_path, real_text):
