@@ -25,7 +25,14 @@ NAMES = list(PATTERNS)
 PIECES = ["the", " The", "THE", "tHe", "ǅemal", " naïve", "e\u0301", "\u0301", "日本語",
           "ʰʲ", "don't", "DON'T", "We'Ll", "'s", "'S", "'ſ", "12345", " 1234567", "١٢٣",
           "Ⅻ", "½", ".", "...", "!\n", ".\r\n", "\n/", "/x", "./\n/", "\n\n", " \n ", "\t",
-          "\u00a0", "\u3000", "  ", " ", "x", "é", "🙂", "(", "--", "\r", "$", "a/b", EOT]
+          "\u00a0", "\u3000", "  ", " ", "x", "é", "🙂", "(", "--", "\r", "$", "a/b", EOT,
+          # every other White_Space character, a spacing and an enclosing mark
+          "\x0b", "\x0c", "\x85", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004",
+          "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a", "\u2028", "\u2029",
+          "\u202f", "\u205f", "\u0903", "k\u0903", "\u20dd",
+          # whitespace before a line break (\s*[\r\n], and \s++$ at the end), a / after one,
+          # digits of every kind in one run
+          "\u2003\n", " \n", " \n/", "١½23"]
 family_text = st.lists(st.sampled_from(PIECES), max_size=60).map("".join)
 
 
@@ -77,7 +84,7 @@ def test_counts_equal_the_regex_path(name, workers, real_text, tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 @given(text=family_text)
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_counts_equal_the_reference(name, tmp_path, text):
     path = tmp_path / "t.txt"
     path.write_bytes(text.encode("utf-8"))
@@ -101,7 +108,7 @@ def test_real_text_ids_equal_tiktoken(name, trained, real_text):
 
 @pytest.mark.parametrize("name", NAMES)
 @given(text=family_text)
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                   HealthCheck.too_slow])
 def test_ids_equal_tiktoken_and_the_regex_path(name, trained, text):
     vocab, merges = trained[name]
