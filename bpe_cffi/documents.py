@@ -398,6 +398,7 @@ class _StdinText:
             if text or not block:
                 return text
 
+
 def _jsonl_documents(f, path: str, text_field: str, file_start: bool = False
                      ) -> Iterator[str]:
     """The records' texts, a line each: lines end at \n alone (a lone \r is whitespace inside

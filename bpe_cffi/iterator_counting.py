@@ -177,9 +177,9 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
             _add_spilled(spilled, total, stats, bar)
 
         pool = spill = None
-        first = 0  # the number in the iterator of the batch's first document
+        seen = 0  # the documents of the batches before this one
         for k, batch in enumerate(batches(texts, item_type=bytes if json_lines else str)):
-            first, batch_first = first + len(batch), first
+            batch_first, seen = seen, seen + len(batch)
             if workers == 1 or tally.n_bytes < alone:
                 before = tally.n_bytes
                 try:
