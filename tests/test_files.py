@@ -1413,7 +1413,8 @@ def test_specials_left_out_of_a_file_get_their_ids_back(data):
     n = data.draw(st.integers(1, 12))
     if data.draw(st.booleans()):
         # As files have them: ids from 0 without a gap, the specials among the top ones (in
-        # their order or not) and a few others. (Scattered ids leave none out.)
+        # their order or not) and a few others. (Ids drawn at random seldom run without a gap,
+        # and then no special is left out.)
         ids = list(range(n))
         special_ids = list(range(n - data.draw(st.integers(0, n)), n))
         if data.draw(st.booleans()):
