@@ -84,7 +84,7 @@ def test_counts_equal_the_regex_path(name, workers, real_text, tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 @given(text=family_text)
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_counts_equal_the_reference(name, tmp_path, text):
     path = tmp_path / "t.txt"
     path.write_bytes(text.encode("utf-8"))
@@ -108,8 +108,7 @@ def test_real_text_ids_equal_tiktoken(name, trained, real_text):
 
 @pytest.mark.parametrize("name", NAMES)
 @given(text=family_text)
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                  HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_ids_equal_tiktoken_and_the_regex_path(name, trained, text):
     vocab, merges = trained[name]
     tok = Tokenizer(vocab, merges, [EOT], pattern=name)
