@@ -427,9 +427,13 @@ class _CollectorPause:
     def __enter__(self) -> None:
         with self._lock:
             if self._holders == 0:
+                # In this order, a child forked between any two steps finds the state that
+                # _after_fork needs: the collector still on, or the call counted.
                 self._resume = gc.isenabled()
+                self._holders = 1
                 gc.disable()
-            self._holders += 1
+            else:
+                self._holders += 1
 
     def __exit__(self, *exc) -> None:
         with self._lock:

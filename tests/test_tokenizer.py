@@ -939,6 +939,37 @@ def test_collector_pause_is_lifted_by_the_last_call_to_end():
     assert gc.isenabled()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_child_forked_as_the_pause_begins_collects(monkeypatch):
+    # A fork can fall between any two steps of a call's entry into the pause. Forked just after
+    # gc.disable(), before the call was counted, the child's after-fork hook found no call
+    # inside and left its collector off for good.
+    import gc
+    from bpe_cffi import tokenizer
+    children = []
+
+    class ForkingGc:  # tokenizer's gc, forking a child right after each of its steps
+        @staticmethod
+        def _forked(result=None):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0 if gc.isenabled() else 1)  # (after the at-fork hooks ran)
+            children.append(pid)
+            return result
+
+        isenabled = staticmethod(lambda: ForkingGc._forked(gc.isenabled()))
+        disable = staticmethod(lambda: ForkingGc._forked(gc.disable()))
+        enable = staticmethod(gc.enable)
+
+    pause = tokenizer._CollectorPause()
+    monkeypatch.setattr(tokenizer, "gc", ForkingGc)
+    assert gc.isenabled()
+    with pause:
+        assert not gc.isenabled()
+    assert gc.isenabled() and len(children) == 2
+    assert [os.waitpid(pid, 0)[1] for pid in children] == [0, 0]
+
+
 def test_encode_batch_of_long_and_short_texts_with_specials(tok, tiktoken_enc):
     sample = open(bpe_cffi.sample_path(), encoding="utf-8").read()
     long_text = sample[:70_000] + EOT + sample[70_000:140_000] + EOT
