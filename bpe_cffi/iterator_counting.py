@@ -25,7 +25,7 @@ from .documents import JsonLines, Part, documents, jsonl_block_documents
 from .counting import SCANNER_BYTES_PER_WORKER, CountStats, resolve_workers
 from .patterns import GPT2_PATTERN, pretokenizer
 from .pool import (process_pool, pool_job, result, results, spill_arrays, spill_directory,
-                   take_spilled_arrays)
+                   spill_job_data, take_spilled_arrays, take_spilled_job_data)
 from .progress import progress_bar
 from .specials import unique_specials
 from .tally import Tally
@@ -81,11 +81,12 @@ def _add_spilled(result: tuple[str, int, float], total: WordCounter, stats: Coun
 def _count_batch(job: tuple[list[str], str, tuple[str, ...], str, JsonLines | None]
                  ) -> tuple[str, int, float]:
     """What each pool worker runs: one batch's pre-token counts, spilled to a file (pool.py
-    says why); returns the file's path, the batch's bytes and its CPU seconds. With
-    json_lines, the batch's items are blocks of JSON lines, parsed here."""
-    docs, pattern, specials, spill_path, json_lines = job
+    says why); returns the file's path, the batch's bytes and its CPU seconds. The batch
+    comes in a file too (spill_job_data). With json_lines, the batch's items are blocks of
+    JSON lines, parsed here."""
+    batch_path, pattern, specials, spill_path, json_lines = job
     tally = Tally(pattern, specials)
-    tally.add_documents(_parsed(docs, json_lines))
+    tally.add_documents(_parsed(take_spilled_job_data(batch_path), json_lines))
     (blob, offsets, counts), n_bytes, _, tok_s = tally.finish()
     spilled = spill_arrays(spill_path, [np.frombuffer(blob, np.uint8), offsets, counts])
     return spilled, n_bytes, tok_s
@@ -195,7 +196,8 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
                 pool = stack.enter_context(process_pool(workers))
             if len(pending) >= _IN_FLIGHT_PER_WORKER * workers:
                 take_oldest()
-            job = (batch, pretok.pattern, specials, os.path.join(spill, str(k)), json_lines)
+            job = (spill_job_data(os.path.join(spill, f"{k}.batch"), batch), pretok.pattern,
+                   specials, os.path.join(spill, str(k)), json_lines)
             # The batch is kept until its result is in, to name a text that has no UTF-8.
             pending.append((pool.apply_async(_count_batch, (job,)),
                             None if json_lines else batch, batch_first))

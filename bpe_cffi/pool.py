@@ -24,6 +24,13 @@ at all, so a small one cannot be cut. The same holds for a worker's exception:
 multiprocessing sends it with its formatted traceback, which a deep stack makes larger than
 that, so worker functions raise through pool_job, which sends the type and the message (at
 most 1 000 characters) alone, or for a UnicodeEncodeError a few hundred characters of its text.
+
+Large jobs do not travel through the pool's task pipe either: the parent writes their data to
+a file in the spill directory and sends its path. The pool's task-handler thread writes each
+job into that pipe; once terminate has stopped the workers and drained the pipe for the last
+time, a job larger than the pipe's buffer (64 KB on Linux) that the thread was still writing
+blocks it for ever, and terminate, which joins the thread, never returns (Ctrl-C during a
+pooled train_from_iterator, whose jobs were batches of 4 M characters, hung so 2 times in 20).
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ import functools
 import multiprocessing
 import multiprocessing.pool
 import os
+import pickle
 import signal
 import tempfile
 import threading
@@ -223,3 +231,19 @@ def take_spilled_arrays(path: str, n: int) -> list[np.ndarray]:
         arrays = [np.load(f, allow_pickle=False) for _ in range(n)]
     os.unlink(path)
     return arrays
+
+
+def spill_job_data(path: str, data) -> str:
+    """In the parent: writes a job's large data (a batch of documents) to path, in a spill
+    directory; returns path, which is what goes to the worker (see above)."""
+    with open(path, "wb") as f:
+        pickle.dump(data, f, pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def take_spilled_job_data(path: str):
+    """In a worker: the data spill_job_data wrote to path, which is then deleted."""
+    with open(path, "rb") as f:
+        data = pickle.load(f)
+    os.unlink(path)
+    return data

@@ -114,14 +114,33 @@ def test_a_lone_surrogate_is_the_error_of_its_document(small_batches, pattern, w
                                           "iterator)")
 
 
-def test_pool_results_are_small(tmp_path, real_text):
-    # Pool.terminate hangs on a half-sent large result (bpe_cffi/pool.py): counts come back
-    # through a spill file, and only its path through the pipe.
+def test_pool_jobs_and_results_are_small(tmp_path, real_text, monkeypatch):
+    # Pool.terminate hangs on a half-sent large result, and on a large job its task handler
+    # is still writing (bpe_cffi/pool.py): batches go to the workers through spill files, and
+    # counts come back through them, only their paths through the pipes.
+    import multiprocessing.pool
+    import os
     import pickle
+
+    from bpe_cffi.pool import spill_job_data
     docs = real_text.split(EOT)[:50]
-    result = iterator_counting._count_batch((docs, "gpt2", (EOT,), str(tmp_path / "counts"),
+    batch = spill_job_data(str(tmp_path / "batch"), docs)
+    result = iterator_counting._count_batch((batch, "gpt2", (EOT,), str(tmp_path / "counts"),
                                              None))
-    assert len(pickle.dumps(result)) < 512
+    assert len(pickle.dumps(result)) < 512 and not os.path.exists(batch)
+    sent = []
+    apply_async = multiprocessing.pool.Pool.apply_async
+
+    def recorded(self, func, args=(), *rest, **options):
+        sent.append(len(pickle.dumps(args)))
+        return apply_async(self, func, args, *rest, **options)
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "apply_async", recorded)
+    monkeypatch.setattr(iterator_counting, "BATCH_CHARS", 100_000)
+    counts = bpe_cffi.count_words_from_iterator(real_text.split(EOT), [EOT], num_workers=2)
+    assert counts == bpe_cffi.count_words_from_iterator(real_text.split(EOT), [EOT],
+                                                        num_workers=1)
+    assert len(sent) > 2 and max(sent) < 4096, sent
 
 
 def test_empty_documents_close_batches():
