@@ -18,7 +18,8 @@ from .chunking import Edges, chunk_target, plan_file
 from .counter import Arrays, WordCounter
 from .documents import documents, jsonl_blocks, jsonl_lines_named, kind_of, parts
 from .patterns import GPT2_PATTERN, pretokenizer
-from .pool import check_workers, process_pool, spill_directory, take_spilled_arrays
+from .pool import (check_workers, process_pool, small_job, spill_directory,
+                   take_spilled_arrays)
 from .progress import progress_bar
 from .sources import STDIN, PathsLike, file_size, resolve_inputs
 from .specials import unique_specials
@@ -254,7 +255,8 @@ def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,
 
             with spill_directory() as spill, \
                     process_pool(n_groups - 1, set_progress, (done,)) as pool:
-                jobs = [(g, os.path.join(spill, str(k))) for k, g in enumerate(groups[1:])]
+                jobs = [small_job((g, os.path.join(spill, str(k))), os.path.join(spill, f"{k}.job"))
+                        for k, g in enumerate(groups[1:])]
                 results = pool.imap_unordered(count_group, jobs)
                 total, *rest = tally_group(groups[0], report).finish_counter()
                 take(*rest)

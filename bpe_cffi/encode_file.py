@@ -28,7 +28,7 @@ from .counting import resolve_workers
 from .documents import documents, jsonl_lines_named, kind_of, parts
 from .files import absolute, atomic_write
 from .iterator_counting import batches
-from .pool import process_pool, pool_job, results, spill_directory
+from .pool import process_pool, pool_job, results, small_job, spill_directory
 from .progress import progress_bar
 from .sources import (STDIN, decode_range, file_size, read_range_bytes, refuse_overwriting,
                       resolve_inputs)
@@ -95,7 +95,8 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                         size = workers if STDIN in paths else min(workers, len(jobs))
                         pool = stack.enter_context(process_pool(size, _init_worker,
                                                                 (tokenizer,)))
-                    done = results(pool, pool.imap(_encode_job, jobs))
+                    done = results(pool, pool.imap(_encode_job, [small_job(job, job[-1] + ".job")
+                                                                 for job in jobs]))
                 # Closed however the loop ends: the threads' jobs not started are cancelled
                 # and the threads end here, not when the error's traceback is dropped (nor
                 # live on into the fork of a later run's pool).

@@ -24,8 +24,8 @@ from .counter import WordCounter, text_error
 from .documents import JsonLines, Part, documents, jsonl_block_documents
 from .counting import SCANNER_BYTES_PER_WORKER, CountStats, resolve_workers
 from .patterns import GPT2_PATTERN, pretokenizer
-from .pool import (process_pool, pool_job, result, results, spill_arrays, spill_directory,
-                   spill_job_data, take_spilled_arrays, take_spilled_job_data)
+from .pool import (process_pool, pool_job, result, results, small_job, spill_arrays,
+                   spill_directory, take_spilled_arrays)
 from .progress import progress_bar
 from .specials import unique_specials
 from .tally import Tally
@@ -81,12 +81,11 @@ def _add_spilled(result: tuple[str, int, float], total: WordCounter, stats: Coun
 def _count_batch(job: tuple[list[str], str, tuple[str, ...], str, JsonLines | None]
                  ) -> tuple[str, int, float]:
     """What each pool worker runs: one batch's pre-token counts, spilled to a file (pool.py
-    says why); returns the file's path, the batch's bytes and its CPU seconds. The batch
-    comes in a file too (spill_job_data). With json_lines, the batch's items are blocks of
-    JSON lines, parsed here."""
-    batch_path, pattern, specials, spill_path, json_lines = job
+    says why); returns the file's path, the batch's bytes and its CPU seconds. With
+    json_lines, the batch's items are blocks of JSON lines, parsed here."""
+    docs, pattern, specials, spill_path, json_lines = job
     tally = Tally(pattern, specials)
-    tally.add_documents(_parsed(take_spilled_job_data(batch_path), json_lines))
+    tally.add_documents(_parsed(docs, json_lines))
     (blob, offsets, counts), n_bytes, _, tok_s = tally.finish()
     spilled = spill_arrays(spill_path, [np.frombuffer(blob, np.uint8), offsets, counts])
     return spilled, n_bytes, tok_s
@@ -117,7 +116,8 @@ def count_parts(file_parts: list[Part], text_field: str, special_tokens: Iterabl
     with progress_bar(progress, total=None, unit="B", unit_scale=True,
                       desc="pre-tokenize") as bar, spill_directory() as spill, \
             process_pool(min(workers, len(file_parts))) as pool:
-        jobs = [(part, text_field, pattern, specials, os.path.join(spill, str(k)))
+        jobs = [small_job((part, text_field, pattern, specials, os.path.join(spill, str(k))),
+                          os.path.join(spill, f"{k}.job"))
                 for k, part in enumerate(file_parts)]
         for spilled in results(pool, pool.imap_unordered(_count_part, jobs)):
             _add_spilled(spilled, total, stats, bar)
@@ -196,8 +196,8 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
                 pool = stack.enter_context(process_pool(workers))
             if len(pending) >= _IN_FLIGHT_PER_WORKER * workers:
                 take_oldest()
-            job = (spill_job_data(os.path.join(spill, f"{k}.batch"), batch), pretok.pattern,
-                   specials, os.path.join(spill, str(k)), json_lines)
+            job = small_job((batch, pretok.pattern, specials, os.path.join(spill, str(k)),
+                             json_lines), os.path.join(spill, f"{k}.job"))
             # The batch is kept until its result is in, to name a text that has no UTF-8.
             pending.append((pool.apply_async(_count_batch, (job,)),
                             None if json_lines else batch, batch_first))

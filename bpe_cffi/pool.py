@@ -25,12 +25,14 @@ multiprocessing sends it with its formatted traceback, which a deep stack makes 
 that, so worker functions raise through pool_job, which sends the type and the message (at
 most 1 000 characters) alone, or for a UnicodeEncodeError a few hundred characters of its text.
 
-Large jobs do not travel through the pool's task pipe either: the parent writes their data to
-a file in the spill directory and sends its path. The pool's task-handler thread writes each
-job into that pipe; once terminate has stopped the workers and drained the pipe for the last
-time, a job larger than the pipe's buffer (64 KB on Linux) that the thread was still writing
-blocks it for ever, and terminate, which joins the thread, never returns (Ctrl-C during a
-pooled train_from_iterator, whose jobs were batches of 4 M characters, hung so 2 times in 20).
+Large jobs do not travel through the pool's task pipe either (small_job): the parent writes
+them to a file in the spill directory and sends its path, and pool_job reads it back. The
+pool's task-handler thread writes each job into that pipe; once terminate has stopped the
+workers and drained the pipe for the last time, a job larger than the pipe's buffer (64 KB on
+Linux) that the thread was still writing blocks it for ever, and terminate, which joins the
+thread, never returns (Ctrl-C during a pooled train_from_iterator, whose jobs were batches of
+4 M characters, hung so 2 times in 20). A job of at most _JOB_MAX_BYTES, with the few bytes
+of the pool's own messages after it, fits the buffer that the drain left empty.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ import numpy as np
 
 
 _MAX_MESSAGE = 1000
+_JOB_MAX_BYTES = 16 << 10  # a job pickled larger goes through a spill file (see above)
 _ENCODE_ERROR_WINDOW = 100  # characters of its text a worker's UnicodeEncodeError keeps a side
 
 
@@ -93,6 +96,8 @@ def pool_job(fn: Callable) -> Callable:
         if stopping():
             return None
         try:
+            if isinstance(job, SpilledJob):
+                job = job.take()
             return fn(job)
         except UnicodeEncodeError as e:
             end = min(e.end, e.start + _ENCODE_ERROR_WINDOW)  # (a run of surrogates)
@@ -233,17 +238,27 @@ def take_spilled_arrays(path: str, n: int) -> list[np.ndarray]:
     return arrays
 
 
-def spill_job_data(path: str, data) -> str:
-    """In the parent: writes a job's large data (a batch of documents) to path, in a spill
-    directory; returns path, which is what goes to the worker (see above)."""
+class SpilledJob:
+    """A large job's place in a spill directory, sent through the pool's task pipe instead of
+    the job (see above)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def take(self):
+        """In a worker: the job, whose file is then deleted."""
+        with open(self.path, "rb") as f:
+            job = pickle.load(f)
+        os.unlink(self.path)
+        return job
+
+
+def small_job(job, path: str):
+    """In the parent: the job, or if it pickles to more than _JOB_MAX_BYTES a SpilledJob of
+    it written to path (in a spill directory). For pool_job functions."""
+    data = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
+    if len(data) <= _JOB_MAX_BYTES:
+        return job
     with open(path, "wb") as f:
-        pickle.dump(data, f, pickle.HIGHEST_PROTOCOL)
-    return path
-
-
-def take_spilled_job_data(path: str):
-    """In a worker: the data spill_job_data wrote to path, which is then deleted."""
-    with open(path, "rb") as f:
-        data = pickle.load(f)
-    os.unlink(path)
-    return data
+        f.write(data)
+    return SpilledJob(path)

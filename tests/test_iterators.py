@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import datasets
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -116,31 +117,50 @@ def test_a_lone_surrogate_is_the_error_of_its_document(small_batches, pattern, w
 
 def test_pool_jobs_and_results_are_small(tmp_path, real_text, monkeypatch):
     # Pool.terminate hangs on a half-sent large result, and on a large job its task handler
-    # is still writing (bpe_cffi/pool.py): batches go to the workers through spill files, and
-    # counts come back through them, only their paths through the pipes.
+    # is still writing (bpe_cffi/pool.py): large jobs go to the workers through spill files,
+    # counts come back through them, and only their paths through the pipes.
     import multiprocessing.pool
-    import os
     import pickle
 
-    from bpe_cffi.pool import spill_job_data
+    from bpe_cffi import pool
     docs = real_text.split(EOT)[:50]
-    batch = spill_job_data(str(tmp_path / "batch"), docs)
-    result = iterator_counting._count_batch((batch, "gpt2", (EOT,), str(tmp_path / "counts"),
+    result = iterator_counting._count_batch((docs, "gpt2", (EOT,), str(tmp_path / "counts"),
                                              None))
-    assert len(pickle.dumps(result)) < 512 and not os.path.exists(batch)
+    assert len(pickle.dumps(result)) < 512
+    spilled = pool.small_job((docs, "gpt2", (EOT,), str(tmp_path / "counts"), None),
+                             str(tmp_path / "job"))
+    assert isinstance(spilled, pool.SpilledJob)  # its documents are ~390 KB
+    assert iterator_counting._count_batch(spilled)[1:2] == result[1:2]
+    assert not (tmp_path / "job").exists()
     sent = []
-    apply_async = multiprocessing.pool.Pool.apply_async
-
-    def recorded(self, func, args=(), *rest, **options):
-        sent.append(len(pickle.dumps(args)))
-        return apply_async(self, func, args, *rest, **options)
-
-    monkeypatch.setattr(multiprocessing.pool.Pool, "apply_async", recorded)
+    for method in ("apply_async", "imap", "imap_unordered"):
+        def recorded(self, func, jobs, *rest, _send=getattr(multiprocessing.pool.Pool, method),
+                     _method=method, **options):
+            if _method == "apply_async":  # (func, args): the job is args[0]
+                sent.append(len(pickle.dumps(jobs[0])))
+            else:
+                jobs = list(jobs)
+                sent.extend(len(pickle.dumps(job)) for job in jobs)
+            return _send(self, func, jobs, *rest, **options)
+        monkeypatch.setattr(multiprocessing.pool.Pool, method, recorded)
     monkeypatch.setattr(iterator_counting, "BATCH_CHARS", 100_000)
     counts = bpe_cffi.count_words_from_iterator(real_text.split(EOT), [EOT], num_workers=2)
     assert counts == bpe_cffi.count_words_from_iterator(real_text.split(EOT), [EOT],
                                                         num_workers=1)
-    assert len(sent) > 2 and max(sent) < 4096, sent
+    n_batches = len(sent)
+    # encode_file's job for a run of small files lists them all: two jobs of 1 500 names of
+    # 40 bytes.
+    from bpe_cffi import encode_file
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 12_000)
+    tok = bpe_cffi.Tokenizer(*bpe_cffi.train_from_iterator(docs, 300), pattern=r"\w+|\W+")
+    names = []
+    for i in range(3000):
+        names.append(tmp_path / f"{i:036d}.txt")
+        names[-1].write_text(f"file {i} ")
+    tok.encode_file([str(p) for p in names], tmp_path / "ids.npy", num_workers=2)
+    assert np.load(tmp_path / "ids.npy").tolist() == tok.encode("".join(
+        f"file {i} " for i in range(3000)))
+    assert n_batches > 2 and len(sent) > n_batches and max(sent) <= pool._JOB_MAX_BYTES, sent
 
 
 def test_empty_documents_close_batches():
