@@ -255,7 +255,7 @@ def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,
 
             with spill_directory() as spill, \
                     process_pool(n_groups - 1, set_progress, (done,)) as pool:
-                jobs = [small_job((g, os.path.join(spill, str(k))), os.path.join(spill, f"{k}.job"))
+                jobs = [small_job((g, os.path.join(spill, str(k))), spill)
                         for k, g in enumerate(groups[1:])]
                 results = pool.imap_unordered(count_group, jobs)
                 total, *rest = tally_group(groups[0], report).finish_counter()

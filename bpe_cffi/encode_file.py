@@ -95,8 +95,8 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                         size = workers if STDIN in paths else min(workers, len(jobs))
                         pool = stack.enter_context(process_pool(size, _init_worker,
                                                                 (tokenizer,)))
-                    done = results(pool, pool.imap(_encode_job, [small_job(job, job[-1] + ".job")
-                                                                 for job in jobs]))
+                    done = results(pool, pool.imap(_encode_job,
+                                                   [small_job(job, spill) for job in jobs]))
                 # Closed however the loop ends: the threads' jobs not started are cancelled
                 # and the threads end here, not when the error's traceback is dropped (nor
                 # live on into the fork of a later run's pool).

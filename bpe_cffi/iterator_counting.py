@@ -117,8 +117,7 @@ def count_parts(file_parts: list[Part], text_field: str, special_tokens: Iterabl
                       desc="pre-tokenize") as bar, spill_directory() as spill, \
             process_pool(min(workers, len(file_parts))) as pool:
         jobs = [small_job((part, text_field, pattern, specials, os.path.join(spill, str(k))),
-                          os.path.join(spill, f"{k}.job"))
-                for k, part in enumerate(file_parts)]
+                          spill) for k, part in enumerate(file_parts)]
         for spilled in results(pool, pool.imap_unordered(_count_part, jobs)):
             _add_spilled(spilled, total, stats, bar)
 
@@ -197,7 +196,7 @@ def count_iterator(texts: Iterable[str], special_tokens: Iterable[str] = (), *,
             if len(pending) >= _IN_FLIGHT_PER_WORKER * workers:
                 take_oldest()
             job = small_job((batch, pretok.pattern, specials, os.path.join(spill, str(k)),
-                             json_lines), os.path.join(spill, f"{k}.job"))
+                             json_lines), spill)
             # The batch is kept until its result is in, to name a text that has no UTF-8.
             pending.append((pool.apply_async(_count_batch, (job,)),
                             None if json_lines else batch, batch_first))

@@ -253,12 +253,13 @@ class SpilledJob:
         return job
 
 
-def small_job(job, path: str):
+def small_job(job, spill: str):
     """In the parent: the job, or if it pickles to more than _JOB_MAX_BYTES a SpilledJob of
-    it written to path (in a spill directory). For pool_job functions."""
+    it, written to a new file in the spill directory spill. For pool_job functions."""
     data = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
     if len(data) <= _JOB_MAX_BYTES:
         return job
-    with open(path, "wb") as f:
+    fd, path = tempfile.mkstemp(suffix=".job", dir=spill)
+    with os.fdopen(fd, "wb") as f:
         f.write(data)
     return SpilledJob(path)
