@@ -22,6 +22,7 @@ import secrets
 import signal
 import stat
 import threading
+import warnings
 import zipfile
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
@@ -651,8 +652,8 @@ def _hf_pattern(pre: dict | None, path: str) -> str:
                                  f"{split.get('invert')!r}: bpe_cffi takes each match as a "
                                  "pre-token (Isolated, not inverted)")
             return _family_read_alike(split["pattern"]["Regex"], path)
-    raise ValueError(f"{path}: unsupported pre_tokenizer (expected ByteLevel, or a Split regex "
-                     "followed by ByteLevel without its regex)")
+    raise ValueError(f"{path}: unsupported pre_tokenizer {_describe(pre)} (expected "
+                     "ByteLevel, or a Split regex followed by ByteLevel without its regex)")
 
 
 # What Oniguruma, the regex engine of tokenizers, reads otherwise than the regex module in a
@@ -713,6 +714,55 @@ def _check_hf_model(doc: dict, path: str) -> None:
                                  "bpe_cffi matches added tokens as they are written")
 
 
+def _check_hf_decoder(decoder, path: str) -> None:
+    """A ValueError unless a tokenizer.json's decoder is ByteLevel (alone, or the one step of a
+    Sequence): bpe_cffi decodes ids to the bytes of their tokens, as it does, and any other
+    decoder would make tokenizers decode to other text (Strip drops a leading space, Metaspace
+    turns U+2581 into spaces, ...). None is taken with a warning: tokenizers then joins the
+    tokens, written in GPT-2's byte characters, with spaces, which no one wants."""
+    while isinstance(decoder, dict) and decoder.get("type") == "Sequence" \
+            and len(decoder.get("decoders") or ()) == 1:
+        decoder = decoder["decoders"][0]
+    if decoder is None:
+        warnings.warn(f"{path}: it has no decoder, so tokenizers would decode ids to their "
+                      "tokens in GPT-2's byte characters, joined by spaces; bpe_cffi decodes "
+                      "them to their bytes, as the ByteLevel decoder does", UserWarning,
+                      stacklevel=5)  # Tokenizer.load's caller
+    elif not isinstance(decoder, dict) or decoder.get("type") != "ByteLevel":
+        raise ValueError(f"{path}: decoder {_describe(decoder)} would decode ids to other text "
+                         "than bpe_cffi, which decodes them to their bytes (the ByteLevel "
+                         "decoder)")
+
+
+def _describe(step) -> str:
+    """A pre-tokenizer's or decoder's kind, for a message: its type, or its steps' types."""
+    if not isinstance(step, dict):
+        return repr(step)
+    inner = step.get("pretokenizers", step.get("decoders"))
+    if step.get("type") == "Sequence" and isinstance(inner, list):
+        return f"Sequence[{', '.join(_describe(x) for x in inner)}]"
+    if step.get("type") == "Split" and isinstance(step.get("pattern"), dict):
+        return f"Split({', '.join(step['pattern'])})"  # Regex or String
+    if step.get("type") == "ByteLevel":
+        return f"ByteLevel(use_regex={step.get('use_regex', True)})"
+    return str(step.get("type"))
+
+
+def _refuse_unknown_bytes(unk_token, vocab: Vocab, path: str) -> None:
+    """With an unk_token, tokenizers encodes a byte that has no token as that token, where
+    bpe_cffi refuses text that holds it (docs/spec.md 4): a file with both is refused. Without
+    one, both refuse nothing here (tokenizers drops such a byte; bpe_cffi refuses the text)."""
+    if unk_token is None:
+        return
+    tokens = set(vocab.values())
+    missing = [b for b in range(256) if bytes([b]) not in tokens]
+    if missing:
+        raise ValueError(f"{path}: model.unk_token is {unk_token!r} and no token is the byte(s) "
+                         f"{', '.join(f'0x{b:02X}' for b in missing[:8])}"
+                         f"{', ...' if len(missing) > 8 else ''}: tokenizers encodes such a byte "
+                         "as the unknown token, bpe_cffi refuses text that holds it")
+
+
 def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[str]]:
     """Reads a tokenizer.json: (vocab, merges, special tokens, pattern, ignore_merges, the
     added tokens marked "special": false). Every added token, special or not, is a special
@@ -724,9 +774,12 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
     doc = _read_json(path)
     try:
         model = doc["model"]
+        if not isinstance(model, dict):
+            raise ValueError(f"{path}: model is {model!r}, not a BPE model (an object)")
         if model.get("type", "BPE") != "BPE":
             raise ValueError(f"{path}: model type {model.get('type')!r} is not BPE")
         _check_hf_model(doc, path)
+        _check_hf_decoder(doc.get("decoder"), path)
         ignore_merges = model.get("ignore_merges", False)  # a bool: checked just above
         added = doc.get("added_tokens") or []
         model_vocab = model["vocab"]
@@ -750,13 +803,19 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
                              "id: one id cannot be both")
         for content in as_text:
             vocab[model_vocab[content]] = content.encode("utf-8")
-        specials = []
+        _refuse_unknown_bytes(model.get("unk_token"), vocab, path)
+        specials, listed = [], set()
         top, n_model = None, len(model_vocab)  # the highest id of the added tokens so far
         for t in added:
             content = t["content"]
             if not isinstance(content, str) or not content:
                 raise ValueError(f"{path}: added token {t['id']} has content {content!r}, "
                                  "not a non-empty str")
+            if content in listed and content not in model_vocab:  # (a model's key: its id)
+                raise ValueError(f"{path}: added token {content!r} is listed twice: tokenizers "
+                                 "keeps the first and skips the other, numbering the added "
+                                 "tokens after it without it")
+            listed.add(content)
             token = content.encode("utf-8")  # a lone surrogate: UnicodeEncodeError
             i = model_vocab.get(content, t["id"])  # tokenizers gives it the model's id
             if i != t["id"] and vocab[i] != token:

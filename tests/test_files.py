@@ -816,6 +816,139 @@ def test_tokenizer_json_settings_that_change_ids_are_refused(trained, tmp_path, 
         Tokenizer.load(tmp_path / "tok")
 
 
+def _added(content: str, i: int, special: bool = True) -> dict:
+    return {"id": i, "content": content, "single_word": False, "lstrip": False,
+            "rstrip": False, "normalized": False, "special": special}
+
+
+def test_an_added_token_listed_twice_is_refused(saved):
+    # tokenizers keeps the first <a> and numbers <b> as if the second were not there, where
+    # bpe_cffi took the file's ids: "<a><b>" gave [2000, 2001] against ours [2000, 2002].
+    import tokenizers
+    n = len(Tokenizer.load(saved))
+
+    def edit(doc):
+        doc["added_tokens"] += [_added("<a>", n), _added("<a>", n + 1), _added("<b>", n + 2)]
+    _edited(saved, edit)
+    hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
+    assert hf.encode("<a><b>", add_special_tokens=False).ids == [n, n + 1]  # not the file's
+    with pytest.raises(ValueError, match="tokenizer.json: added token '<a>' is listed twice"):
+        Tokenizer.load(saved)
+
+
+_BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+               "use_regex": True}
+
+
+@pytest.mark.parametrize("decoder, refused", [
+    ({"type": "Sequence", "decoders": [_BYTE_LEVEL, {"type": "Strip", "content": " ",
+                                                     "start": 1, "stop": 0}]},
+     r"decoder Sequence\[ByteLevel.*Strip\]"),
+    ({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+      "split": True}, "decoder Metaspace"),
+    ({"type": "Sequence", "decoders": [_BYTE_LEVEL]}, None),
+    (dict(_BYTE_LEVEL, add_prefix_space=False, trim_offsets=False, use_regex=False), None),
+])
+def test_a_decoder_other_than_byte_level_is_refused(saved, decoder, refused):
+    # The decoder was never read: with these, tokenizers decodes " hello" to "hello", or
+    # U+2581 to a space, where bpe_cffi gives the tokens' bytes.
+    import tokenizers
+    _edited(saved, lambda doc: doc.__setitem__("decoder", decoder))
+    hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
+    text = " hello \u2581world"
+    if refused:
+        assert hf.decode(hf.encode(text).ids) != text
+        with pytest.raises(ValueError, match=f"tokenizer.json: {refused} would decode ids"):
+            Tokenizer.load(saved)
+    else:
+        tok = Tokenizer.load(saved)
+        assert tok.decode(tok.encode(text)) == hf.decode(hf.encode(text).ids) == text
+
+
+def test_a_file_without_a_decoder_loads_with_a_warning(saved):
+    import tokenizers
+    _edited(saved, lambda doc: doc.__setitem__("decoder", None))
+    hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
+    with pytest.warns(UserWarning, match="tokenizer.json: it has no decoder"):
+        tok = Tokenizer.load(saved)
+    assert tok.encode(TEXT) == hf.encode(TEXT).ids
+    assert hf.decode(hf.encode(TEXT).ids) != TEXT  # tokens in GPT-2's characters, spaced
+    assert tok.decode(tok.encode(TEXT)) == TEXT
+
+
+def test_added_tokens_decode_as_their_text(saved):
+    # tokenizers' ByteLevel decoder decodes a token written only in GPT-2's byte characters as
+    # the bytes they stand for, added tokens too ("\u0120hi" as " hi", the "\u00f1" of
+    # "<|a\u00f1o|>" as the byte 0xF1); a character that is none (a space, U+2581, CJK) makes it
+    # decode the token as its text, and printable ASCII is its own byte character. bpe_cffi
+    # decodes every added token as its text (docs/spec.md 3.2): the ids agree, and so do the
+    # decodes but for the first kind.
+    import tokenizers
+    n = len(Tokenizer.load(saved))
+    as_bytes = ["<|a\u00f1o|>", "\u0120hi", "\u00ab\u00bb"]
+    as_text = ["<|x y|>", "\u2581\u00f1", "\u00f1\u65e5", "<|tool|>"]
+    _edited(saved, lambda doc: doc["added_tokens"].extend(
+        _added(c, n + k, special=False) for k, c in enumerate(as_bytes + as_text)))
+    hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
+    tok = Tokenizer.load(saved)
+    for k, content in enumerate(as_bytes):
+        assert tok.encode(content) == hf.encode(content).ids == [n + k]
+        assert tok.decode([n + k]) == content
+        assert hf.decode([n + k], skip_special_tokens=False) != content
+    text = "a" + "b".join(as_text) + " c"
+    assert tok.encode(text) == hf.encode(text).ids
+    assert tok.decode(tok.encode(text)) == hf.decode(hf.encode(text).ids,
+                                                     skip_special_tokens=False) == text
+
+
+def test_an_unknown_token_with_a_missing_byte_is_refused(tmp_path):
+    # tokenizers encodes a byte that has no token as unk_token; bpe_cffi refuses text holding
+    # it. Loaded, the file gave tokenizers' ids until such a byte came, then an error.
+    import tokenizers
+    vocab = {i: bytes([b]) for i, b in enumerate(b for b in range(256) if b != ord("Q"))}
+    Tokenizer(vocab, [], [EOT]).save(tmp_path)
+
+    def edit(doc):
+        doc["model"]["unk_token"] = "A"
+    _edited(tmp_path, edit)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    a = hf.token_to_id("A")
+    assert hf.encode("aQb").ids == [hf.token_to_id("a"), a, hf.token_to_id("b")]
+    with pytest.raises(ValueError, match="model.unk_token is 'A' and no token is the byte"
+                                         r"\(s\) 0x51: tokenizers encodes"):
+        Tokenizer.load(tmp_path)
+    _edited(tmp_path, lambda doc: doc["model"].__setitem__("unk_token", None))
+    tok = Tokenizer.load(tmp_path)  # no unk_token: the text is refused when encoded
+    with pytest.raises(ValueError, match="0x51"):
+        tok.encode("aQb")
+    Tokenizer({i: bytes([i]) for i in range(256)}, [], [EOT]).save(tmp_path / "all")
+    _edited(tmp_path / "all", edit)  # every byte a token: unk_token is never used
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "all" / "tokenizer.json"))
+    assert Tokenizer.load(tmp_path / "all").encode("aQb") == hf.encode("aQb").ids == list(b"aQb")
+
+
+@pytest.mark.parametrize("pre, named", [
+    (None, "pre_tokenizer None"),
+    ({"type": "Metaspace", "replacement": "\u2581"}, "pre_tokenizer Metaspace"),
+    ({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated"},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]},
+     r"Sequence\[Split\(String\), ByteLevel\(use_regex=False\)\]"),
+])
+def test_an_unsupported_pre_tokenizer_is_named(saved, pre, named):
+    _edited(saved, lambda doc: doc.__setitem__("pre_tokenizer", pre))
+    with pytest.raises(ValueError, match=f"unsupported {named}" if pre is None else
+                       f"unsupported pre_tokenizer {named.split('pre_tokenizer ')[-1]}"):
+        Tokenizer.load(saved)
+
+
+def test_a_model_that_is_no_object_is_named(saved):
+    # It escaped as "AttributeError: 'NoneType' object has no attribute 'get'".
+    _edited(saved, lambda doc: doc.__setitem__("model", None))
+    with pytest.raises(ValueError, match="tokenizer.json: model is None, not a BPE model"):
+        Tokenizer.load(saved)
+
+
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k"])
 def test_tokenizer_json_lists_that_change_nothing_are_read(trained, tmp_path, pattern):
     # An empty list of normalizers, and a pre-tokenizer in a Sequence of one, do what none and
@@ -1536,6 +1669,7 @@ def test_added_tokens_of_both_kinds_that_can_overlap_are_refused(tmp_path):
     hf = tokenizers.Tokenizer(tokenizers.models.BPE(
         {files.BYTE_TO_CHAR[b]: b for b in range(256)}, []))
     hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = tokenizers.decoders.ByteLevel()
     hf.add_tokens(["<tool>x"])  # normalized, as add_tokens makes them
     hf.add_special_tokens(["x</tool>"])  # not normalized
     hf.save(str(tmp_path / "tokenizer.json"))
@@ -1551,6 +1685,7 @@ def test_an_added_token_spelling_other_bytes_is_refused_with_ignore_merges(tmp_p
     vocab = {files.BYTE_TO_CHAR[b]: b for b in range(256)} | {"ab": 256, "Ġb": 257}
     hf = tokenizers.Tokenizer(tokenizers.models.BPE(vocab, [("a", "b")], ignore_merges=True))
     hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = tokenizers.decoders.ByteLevel()
     hf.add_special_tokens(["Ġb"])  # the model's key: its id, 257
     hf.save(str(tmp_path / "tokenizer.json"))
     assert hf.encode("a b").ids == [97, 257]
