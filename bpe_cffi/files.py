@@ -819,9 +819,10 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
             token = content.encode("utf-8")  # a lone surrogate: UnicodeEncodeError
             i = model_vocab.get(content, t["id"])  # tokenizers gives it the model's id
             if i != t["id"] and vocab[i] != token:
-                raise ValueError(f"{path}: added token {content!r} has id {t['id']}, but the "
-                                 f"model's vocabulary spells the token {vocab[i]!r} so, whose "
-                                 f"id {i} tokenizers would give it")
+                raise ValueError(f"{path}: added token {content!r} has id {t['id']}, but "
+                                 f"{content!r} is also the model's key for the token "
+                                 f"{vocab[i]!r} (id {i}), and tokenizers would give the added "
+                                 "token that id")
             if vocab.get(i, token) != token:  # the model's own entry may repeat it
                 raise ValueError(f"{path}: added token {content!r} has id {i}, the id of the "
                                  f"token {vocab[i]!r}")
@@ -838,9 +839,9 @@ def load_hf(path) -> tuple[Vocab, MergeParts, list[str], str, bool, frozenset[st
             twin = model_vocab.get(spelled, i)
             if twin != i and vocab.get(twin) == token:
                 raise ValueError(f"{path}: added token {content!r} (id {i}) has the bytes of "
-                                 f"the model's token {spelled!r} (id {twin}): "
-                                 "tokenizers gives its text the added token's id, bpe_cffi "
-                                 "a special token whose bytes are a token that token's id")
+                                 f"the model's token {spelled!r} (id {twin}): tokenizers "
+                                 f"would give the text {content!r} id {i}, bpe_cffi id {twin} "
+                                 "(a special token whose bytes are a token takes its id)")
             vocab[i] = token
             specials.append(content)
         _refuse_overlapping_kinds(added, path)

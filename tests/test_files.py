@@ -1515,8 +1515,8 @@ def test_tokenizer_json_added_tokens_against_the_models_vocabulary(saved, traine
     assert ours.special_ids["and"] == hf.token_to_id("and") != 1501
     _edited(saved, add("Ġthe", 1502))
     with pytest.raises(ValueError, match="tokenizer.json: added token 'Ġthe' has id 1502, but "
-                                         f"the model's vocabulary spells the token b' the' so, "
-                                         f"whose id {the}"):
+                                         "'Ġthe' is also the model's key for the token "
+                                         rf"b' the' \(id {the}\), and tokenizers would give"):
         Tokenizer.load(saved)
 
 
