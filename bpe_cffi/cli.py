@@ -173,14 +173,21 @@ def _is_text(s: str) -> bool:
     return True
 
 
-def _load_tokenizer(directory: str, args) -> Tokenizer:
-    """The tokenizer in directory, with --pattern and --special-token for the files that hold
-    neither (a rank file, vocab.json + merges.txt)."""
+def _load_tokenizer(path: str, args) -> Tokenizer:
+    """The tokenizer in a directory, or in one file (a tokenizer.json, a .tiktoken rank file),
+    with --pattern and --special-token for the files that hold neither (a rank file,
+    vocab.json + merges.txt)."""
+    hf = path if os.path.isfile(path) else os.path.join(path, "tokenizer.json")
     if (args.pattern is not None or args.special_token is not None) and \
-            os.path.lexists(os.path.join(directory, "tokenizer.json")):
-        raise UsageError(f"{directory!r} holds a tokenizer.json, which has its own pattern and "
-                         "special tokens: give neither --pattern nor --special-token")
-    return Tokenizer.load(directory, pattern=args.pattern, special_tokens=args.special_token)
+            hf.endswith(".json") and os.path.lexists(hf):
+        raise UsageError(f"{path!r} is or holds a tokenizer.json, which has its own pattern "
+                         "and special tokens: give neither --pattern nor --special-token")
+    return Tokenizer.load(path, pattern=args.pattern, special_tokens=args.special_token)
+
+
+def _tokenizer_paths(path: str) -> list[str]:
+    """The files a --tokenizer names: itself if it is a file, else those save writes there."""
+    return [path] if os.path.isfile(path) else tokenizer_files(path)
 
 
 def cmd_encode(args) -> None:
@@ -194,7 +201,7 @@ def cmd_encode(args) -> None:
     if args.out == "-":
         raise UsageError("--out must name a .npy file (the ids are not written to standard "
                          "output)")
-    refuse_overwriting([args.out], tokenizer_files(args.tokenizer), "the tokenizer's file")
+    refuse_overwriting([args.out], _tokenizer_paths(args.tokenizer), "the tokenizer's file")
     tok = _load_tokenizer(args.tokenizer, args)
     _note_if_regex(tok.pattern)
     inputs = resolve_inputs(args.inputs)
@@ -214,7 +221,7 @@ def cmd_decode(args) -> None:
     if args.out == "-":  # standard output, as "-" is standard input among the inputs
         args.out = None
     if args.out is not None:  # (an empty one is refused by the writer)
-        refuse_overwriting([args.out], [args.ids] + tokenizer_files(args.tokenizer))
+        refuse_overwriting([args.out], [args.ids] + _tokenizer_paths(args.tokenizer))
     tok = _load_tokenizer(args.tokenizer, args)
     with open(check_regular_file(args.ids, "a .npy of ids"), "rb") as f:
         if f.read(6) != b"\x93NUMPY":
@@ -255,7 +262,7 @@ def _text_output(path: str | None):
 
 
 def cmd_info(args) -> None:
-    """bpe-cffi info: what a tokenizer directory holds."""
+    """bpe-cffi info: what a tokenizer directory (or file) holds."""
     tok = _load_tokenizer(args.directory, args)
     special_bytes = {s.encode() for s in tok.special_tokens}  # once, not once a token
     merged = [t for t in tok.id_to_token.values() if t not in special_bytes]
@@ -273,10 +280,9 @@ def cmd_info(args) -> None:
     print(f"  longest tokens: {_longest(merged) or 'none'}")
     first = ", ".join(f"{_show(a)}+{_show(b)}" for a, b in tok.merges[:5])
     print(f"  first merges: {first or 'none'}")
-    for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken"):
-        p = os.path.join(args.directory, name)
+    for p in _tokenizer_paths(args.directory):
         if os.path.exists(p):
-            print(f"  {name}: {os.path.getsize(p):,} bytes")
+            print(f"  {os.path.basename(p)}: {os.path.getsize(p):,} bytes")
 
 
 def cmd_sample_path(args) -> None:
@@ -317,7 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"corpus files or globs ({_FORMATS}), encoded in this order; - reads "
                         "standard input")
     e.add_argument("--tokenizer", required=True, metavar="DIR",
-                   help="a directory written by train (or by bpe_cffi.save)")
+                   help="a directory written by train (or by bpe_cffi.save), or a "
+                        "tokenizer.json or .tiktoken file")
     e.add_argument("--out", required=True, metavar="IDS.npy", help="the .npy to write")
     e.add_argument("--separator", metavar="S",
                    help="text whose ids go between two documents (default: <|endoftext|> when it "
@@ -338,12 +345,13 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("decode", help="decode a .npy of ids to text (stdout by default)")
     d.add_argument("ids", metavar="IDS.npy", help="ids written by encode")
     d.add_argument("--tokenizer", required=True, metavar="DIR",
-                   help="the tokenizer directory the ids were encoded with")
+                   help="the tokenizer (directory or file) the ids were encoded with")
     d.add_argument("--out", metavar="FILE", help="write the text here (default, or -: stdout)")
     d.set_defaults(func=cmd_decode)
 
-    i = sub.add_parser("info", help="describe a tokenizer directory")
-    i.add_argument("directory", metavar="DIR", help="a directory written by train")
+    i = sub.add_parser("info", help="describe a tokenizer")
+    i.add_argument("directory", metavar="DIR", help="a directory written by train, or a "
+                   "tokenizer.json or .tiktoken file")
     i.set_defaults(func=cmd_info)
 
     for command in (e, d, i):

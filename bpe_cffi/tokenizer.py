@@ -162,33 +162,40 @@ class Tokenizer:
         return tok
 
     @classmethod
-    def load(cls, directory, *, pattern: str | None = None,
+    def load(cls, path, *, pattern: str | None = None,
              special_tokens: Iterable[str] | Mapping[str, int] | None = None,
              num_threads: int | None = None,
              cache_bytes: int = DEFAULT_CACHE_BYTES) -> "Tokenizer":
         """Loads a directory written by bpe_cffi.save (or by the CLI): tokenizer.json when
         present (it holds the specials and the pattern), else vocab.json + merges.txt, else
-        tokenizer.tiktoken. pattern, special_tokens: for the last two, which hold neither
-        (default: GPT-2's pattern and none; a tiktoken file of OpenAI's wants its encoding's
-        pattern and specials with their ids, as `pattern="cl100k_tiktoken",
-        special_tokens={"<|endoftext|>": 100257}`, or tiktoken's own `enc._pat_str` and
-        `enc._special_tokens`); with a tokenizer.json, giving them is an error. num_threads,
-        cache_bytes: as for the constructor."""
-        d = os.fsdecode(os.fspath(directory))  # a bytes path too
+        tokenizer.tiktoken. Or one file, as tokenizers' Tokenizer.from_file takes one: a
+        Hugging Face tokenizer.json (a name ending in .json) or a tiktoken rank file (.tiktoken).
+        pattern, special_tokens: for the files that hold neither (default: GPT-2's pattern and
+        none; a tiktoken file of OpenAI's wants its encoding's pattern and specials with their
+        ids, as `pattern="cl100k_tiktoken", special_tokens={"<|endoftext|>": 100257}`, or
+        tiktoken's own `enc._pat_str` and `enc._special_tokens`); with a tokenizer.json, giving
+        them is an error. num_threads, cache_bytes: as for the constructor."""
+        d = os.fsdecode(os.fspath(path))  # a bytes path too
         try:  # (a loop of links, a directory that may not be searched: the system's own error)
             is_dir = stat.S_ISDIR(os.stat(d).st_mode)
         except FileNotFoundError:
             raise FileNotFoundError(f"no such tokenizer directory: {d!r}") from None
-        if not is_dir:
+        if not is_dir and _file_kind(d) is None:
             raise NotADirectoryError(f"{d!r} is a file, not a tokenizer directory (written by "
-                                     "save or bpe-cffi train)")
+                                     "save or bpe-cffi train), a tokenizer.json or a "
+                                     ".tiktoken rank file")
         # Checked here, so that an error from the files' contents alone names the file.
         special_tokens = _checked_arguments(pattern, special_tokens, num_threads=num_threads,
                                             cache_bytes=cache_bytes)
+        options = {"num_threads": num_threads, "cache_bytes": cache_bytes}
         with _collector_paused:  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
-            tok = cls._load(d, pattern, special_tokens,
-                            {"num_threads": num_threads, "cache_bytes": cache_bytes})
-        tok._loaded_from = tokenizer_files(absolute(d))
+            if is_dir:
+                tok = cls._load(d, pattern, special_tokens, options)
+            elif _file_kind(d) == "json":
+                tok = cls._load_hf(d, pattern, special_tokens, options)
+            else:
+                tok = cls._load_tiktoken(d, pattern, special_tokens, options)
+        tok._loaded_from = tokenizer_files(absolute(d)) if is_dir else [absolute(d)]
         return tok
 
     @classmethod
@@ -198,26 +205,17 @@ class Tokenizer:
         # vocab.json beside it (which holds neither the specials nor the pattern).
         path = os.path.join(d, "tokenizer.json")
         if os.path.lexists(path):
-            if pattern is not None or special_tokens is not None:
-                raise ValueError(f"{path} holds its own pattern and special tokens: load it "
-                                 "without pattern= and special_tokens=")
-            vocab, merges, specials, pattern, ignore, not_special = load_hf(path)
-            tok = _named(path, lambda: cls(vocab, merges, specials, pattern,
-                                           ignore_merges=ignore, **options))
-            tok._not_special = not_special  # written back by save
-            return tok
-        pattern = GPT2_PATTERN if pattern is None else pattern
+            return cls._load_hf(path, pattern, special_tokens, options)
         path = os.path.join(d, "vocab.json")
         if os.path.lexists(path):
             merges_path = os.path.join(d, "merges.txt")
             vocab, merges = load_gpt2(path, merges_path)
+            pattern = GPT2_PATTERN if pattern is None else pattern
             return _named(merges_path, lambda: cls(vocab, merges, special_tokens, pattern,
                                                    **options), merges_txt=True)
         path = os.path.join(d, "tokenizer.tiktoken")
         if os.path.lexists(path):
-            vocab = load_tiktoken(path)
-            return _named(path, lambda: cls(vocab, merges_from_ranks(vocab), special_tokens,
-                                            pattern, ignore_merges=True, **options))
+            return cls._load_tiktoken(path, pattern, special_tokens, options)
         try:  # a directory this user may not read lists nothing, or its files unreachable
             names = set(os.listdir(d))
         except PermissionError as e:
@@ -227,6 +225,26 @@ class Tokenizer:
             raise PermissionError(errno.EACCES, f"cannot reach the files of the tokenizer "
                                                 f"directory {d!r}: permission denied")
         raise FileNotFoundError(f"{d!r} holds no tokenizer.json, vocab.json or tokenizer.tiktoken")
+
+    @classmethod
+    def _load_hf(cls, path: str, pattern: str | None, special_tokens, options: dict
+                 ) -> "Tokenizer":
+        if pattern is not None or special_tokens is not None:
+            raise ValueError(f"{path} holds its own pattern and special tokens: load it "
+                             "without pattern= and special_tokens=")
+        vocab, merges, specials, pattern, ignore, not_special = load_hf(path)
+        tok = _named(path, lambda: cls(vocab, merges, specials, pattern,
+                                       ignore_merges=ignore, **options))
+        tok._not_special = not_special  # written back by save
+        return tok
+
+    @classmethod
+    def _load_tiktoken(cls, path: str, pattern: str | None, special_tokens, options: dict
+                       ) -> "Tokenizer":
+        vocab = load_tiktoken(path)
+        pattern = GPT2_PATTERN if pattern is None else pattern
+        return _named(path, lambda: cls(vocab, merges_from_ranks(vocab), special_tokens,
+                                        pattern, ignore_merges=True, **options))
 
     def save(self, directory) -> list[str]:
         """Writes vocab.json, merges.txt, tokenizer.json and tokenizer.tiktoken."""
@@ -467,6 +485,15 @@ def _checked_arguments(pattern: str | None, special_tokens, num_threads=None,
         unique_specials(list(special_tokens))
         return dict(special_tokens)
     return None if special_tokens is None else unique_specials(special_tokens)
+
+
+def _file_kind(path: str) -> str | None:
+    """What Tokenizer.load reads a single file as, by its name: "json" (a tokenizer.json; not a
+    GPT-2 vocab.json, which needs its merges.txt), "tiktoken" (a rank file), or None."""
+    name = os.path.basename(path)
+    if name.endswith(".json") and name != "vocab.json":
+        return "json"
+    return "tiktoken" if name.endswith(".tiktoken") else None
 
 
 def _named(path: str, make, merges_txt: bool = False):

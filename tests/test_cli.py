@@ -246,6 +246,31 @@ def test_a_file_where_a_tokenizer_directory_belongs(tmp_path, capsys):
     assert tok.encode_file(str(tmp_path / "notes.txt"), out) == len(tok.encode("hello"))
 
 
+def test_a_tokenizer_file_where_a_directory_would_do(tmp_path, capsys):
+    # --tokenizer and info take a tokenizer.json or a .tiktoken file, as Tokenizer.load does.
+    tok = tmp_path / "tok"
+    main(["train", "--sample", "--vocab-size", "400", "--special-token", "<|endoftext|>",
+          "--out", str(tok), "--quiet"])
+    capsys.readouterr()
+    assert main(["info", str(tok / "tokenizer.json")]) == 0
+    assert "special tokens: <|endoftext|> = 399" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        main(["info", str(tok / "tokenizer.json"), "--pattern", "o200k"])
+    assert exited.value.code == 2
+    assert "is or holds a tokenizer.json" in capsys.readouterr().err
+    (tmp_path / "a.txt").write_text("hello world<|endoftext|>again", encoding="utf-8")
+    for name in ("tokenizer.json", "tokenizer.tiktoken"):
+        out = tmp_path / f"{name}.npy"
+        extra = ["--special-token", "<|endoftext|>"] if name.endswith("tiktoken") else []
+        assert main(["encode", "--tokenizer", str(tok / name), str(tmp_path / "a.txt"),
+                     "--out", str(out), "--quiet"] + extra) == 0
+        assert np.load(out).tolist() == bpe_cffi.Tokenizer.load(tok).encode(
+            "hello world<|endoftext|>again")
+        assert main(["encode", "--tokenizer", str(tok / name), str(tmp_path / "a.txt"),
+                     "--out", str(tok / name), "--quiet"] + extra) == 1
+        assert "is the tokenizer's file" in capsys.readouterr().err
+
+
 def test_info_says_ignore_merges(tmp_path, capsys):
     main(["train", "--sample", "--vocab-size", "300", "--out", str(tmp_path / "t"), "--quiet"])
     (tmp_path / "ranks").mkdir()

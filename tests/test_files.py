@@ -42,6 +42,30 @@ def test_load_takes_a_bytes_path(saved):
     assert Tokenizer.load(os.fsencode(saved)).encode(TEXT) == Tokenizer.load(saved).encode(TEXT)
 
 
+def test_load_takes_one_file_as_tokenizers_from_file_does(saved, tmp_path):
+    # A user of tokenizers passes the tokenizer.json itself (Tokenizer.from_file); it was
+    # "a file, not a tokenizer directory".
+    whole = Tokenizer.load(saved)
+    hf = Tokenizer.load(saved / "tokenizer.json")
+    assert (hf.encode(TEXT), hf.special_ids, hf.pattern) == (whole.encode(TEXT),
+                                                              whole.special_ids, whole.pattern)
+    renamed = tmp_path / "model-tokenizer.json"
+    renamed.write_bytes((saved / "tokenizer.json").read_bytes())
+    assert Tokenizer.load(renamed).encode(TEXT) == whole.encode(TEXT)
+    with pytest.raises(ValueError, match="holds its own pattern and special tokens"):
+        Tokenizer.load(renamed, pattern="gpt2")
+    specials = {EOT: whole.special_ids[EOT]}
+    rank = Tokenizer.load(saved / "tokenizer.tiktoken", special_tokens=specials)
+    assert rank.encode(TEXT) == Tokenizer.load(_only(saved, "tokenizer.tiktoken", tmp_path),
+                                               special_tokens=specials).encode(TEXT)
+    with pytest.raises(NotADirectoryError, match="a tokenizer.json or a .tiktoken rank file"):
+        Tokenizer.load(saved / "vocab.json")  # it needs its merges.txt: the directory
+    out = saved / "tokenizer.json"  # the file it was loaded from is no output
+    with pytest.raises(ValueError, match="is the tokenizer's file"):
+        hf.encode_file(bpe_cffi.sample_path(), out)
+    assert Tokenizer.load(out).encode(TEXT) == whole.encode(TEXT)
+
+
 def test_load_prefers_tokenizer_json_and_keeps_specials(saved, trained):
     tok = Tokenizer.load(saved)
     assert tok.special_tokens == [EOT]
