@@ -727,7 +727,7 @@ def _check_hf_decoder(decoder, path: str) -> None:
         warnings.warn(f"{path}: it has no decoder, so tokenizers would decode ids to their "
                       "tokens in GPT-2's byte characters, joined by spaces; bpe_cffi decodes "
                       "them to their bytes, as the ByteLevel decoder does", UserWarning,
-                      stacklevel=5)  # Tokenizer.load's caller
+                      stacklevel=6)  # Tokenizer.load's caller (load, _load, _load_hf)
     elif not isinstance(decoder, dict) or decoder.get("type") != "ByteLevel":
         raise ValueError(f"{path}: decoder {_describe(decoder)} would decode ids to other text "
                          "than bpe_cffi, which decodes them to their bytes (the ByteLevel "

@@ -189,18 +189,16 @@ class Tokenizer:
                                             cache_bytes=cache_bytes)
         options = {"num_threads": num_threads, "cache_bytes": cache_bytes}
         with _collector_paused:  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
-            if is_dir:
-                tok = cls._load(d, pattern, special_tokens, options)
-            elif _file_kind(d) == "json":
-                tok = cls._load_hf(d, pattern, special_tokens, options)
-            else:
-                tok = cls._load_tiktoken(d, pattern, special_tokens, options)
+            tok = cls._load(d, is_dir, pattern, special_tokens, options)
         tok._loaded_from = tokenizer_files(absolute(d)) if is_dir else [absolute(d)]
         return tok
 
     @classmethod
-    def _load(cls, d: str, pattern: str | None, special_tokens: list[str] | dict | None,
-              options: dict) -> "Tokenizer":
+    def _load(cls, d: str, is_dir: bool, pattern: str | None,
+              special_tokens: list[str] | dict | None, options: dict) -> "Tokenizer":
+        if not is_dir:  # one file, of a kind _file_kind knows
+            load_file = cls._load_hf if _file_kind(d) == "json" else cls._load_tiktoken
+            return load_file(d, pattern, special_tokens, options)
         # lexists: a broken link to tokenizer.json is an error, not a reason to read the
         # vocab.json beside it (which holds neither the specials nor the pattern).
         path = os.path.join(d, "tokenizer.json")

@@ -893,8 +893,10 @@ def test_a_file_without_a_decoder_loads_with_a_warning(saved):
     import tokenizers
     _edited(saved, lambda doc: doc.__setitem__("decoder", None))
     hf = tokenizers.Tokenizer.from_file(str(saved / "tokenizer.json"))
-    with pytest.warns(UserWarning, match="tokenizer.json: it has no decoder"):
-        tok = Tokenizer.load(saved)
+    for path in (saved, saved / "tokenizer.json"):
+        with pytest.warns(UserWarning, match="tokenizer.json: it has no decoder") as warned:
+            tok = Tokenizer.load(path)
+        assert warned[0].filename == __file__  # the caller's line, not the package's
     assert tok.encode(TEXT) == hf.encode(TEXT).ids
     assert hf.decode(hf.encode(TEXT).ids) != TEXT  # tokens in GPT-2's characters, spaced
     assert tok.decode(tok.encode(TEXT)) == TEXT
