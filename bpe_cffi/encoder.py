@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Iterator, Mapping
+from typing import AbstractSet, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -48,7 +48,8 @@ class Encoder:
 
     def __init__(self, token_to_id: Mapping[bytes, int], merges: MergeParts,
                  n_ids: int, pretokenizer: Pretokenizer, specials: SpecialTokens,
-                 num_threads: int, cache_bytes: int, ignore_merges: bool = False):
+                 num_threads: int, cache_bytes: int, ignore_merges: bool = False,
+                 special_only: AbstractSet[int] = frozenset()):
         self.pretokenizer = pretokenizer
         self.specials = specials
         self.num_threads = num_threads
@@ -65,7 +66,7 @@ class Encoder:
                                   len(merges), n_ids, out), "bpe_encoder_new")
         self._c = ffi.gc(out[0], lib.bpe_encoder_free)
         if ignore_merges:
-            self._set_whole_tokens(token_to_id, specials, left, right, merged)
+            self._set_whole_tokens(token_to_id, specials, left, right, merged, special_only)
         self.cache_bytes = cache_bytes
         self._n_ids = n_ids
         self._ints = None  # the ints 0 .. n_ids - 1 as an object array: made on first use
@@ -83,16 +84,19 @@ class Encoder:
             self._cache = ffi.gc(cache[0], lib.bpe_unit_cache_free)
 
     def _set_whole_tokens(self, token_to_id: Mapping[bytes, int], specials: SpecialTokens,
-                          left: np.ndarray, right: np.ndarray, merged: np.ndarray) -> None:
+                          left: np.ndarray, right: np.ndarray, merged: np.ndarray,
+                          special_only: AbstractSet[int]) -> None:
         """tiktoken's rule (and tokenizers' ignore_merges): a pre-token whose bytes are a token
         is that token, whatever the merges make of its bytes. Every token counts but a special
-        token that is only that (specials.special_only_ids, the tokens a saved rank file
-        leaves out): tiktoken keeps those apart from its ranks."""
+        token that is only that: tiktoken keeps those apart from its ranks. Those are the ids in
+        special_only (the specials that were no token of the vocabulary given), and those that
+        a vocabulary holding its specials places as only that (specials.special_only_ids, the
+        tokens a saved rank file leaves out)."""
         special_ids = np.array([specials.ids[s] for s in specials.tokens], np.int64)
         made = np.isin(special_ids, np.concatenate((left, right, merged, self._byte_ids)))
         ordinary = set(special_ids[made].tolist())  # a byte, a merge's part or result
-        special_only = special_only_ids(token_to_id.values(), special_ids.tolist(),
-                                        ordinary.__contains__)
+        special_only = set(special_only) - ordinary | special_only_ids(
+            token_to_id.values(), special_ids.tolist(), ordinary.__contains__)
         tokens = [t for t, i in token_to_id.items() if i not in special_only]
         ids = np.fromiter((token_to_id[t] for t in tokens), np.int32, len(tokens))
         check(lib.bpe_encoder_set_whole_tokens(self._c, b"".join(tokens),

@@ -62,6 +62,11 @@ class Tokenizer:
         if isinstance(special_tokens, Mapping):
             place_specials(special_tokens, id_to_token, token_to_id)
         ids = add_special_ids(unique_specials(special_tokens), id_to_token, token_to_id)
+        # The specials that are no token of vocab, whatever their ids (a gap before them, as
+        # OpenAI's encodings have): never an ordinary token, as tiktoken keeps its specials
+        # apart from its ranks. (A vocabulary that holds its specials, as files give them,
+        # tells them by their place: Encoder._set_whole_tokens.)
+        self._fresh_specials = frozenset(i for i in ids.values() if i not in vocab)
         # Read-only: the encoder and decoder are built from these tables, so a change to them
         # would reach some calls and not others. Still dicts, for what takes only dicts
         # (tiktoken's Encoding takes token_to_id as its ranks).
@@ -85,7 +90,8 @@ class Tokenizer:
         self._encoder = Encoder(self.token_to_id, self._merge_parts, self.vocab_size,
                                 self.pretokenizer, specials,
                                 resolve_workers(num_threads, "num_threads"),
-                                _check_cache_bytes(cache_bytes), ignore_merges)
+                                _check_cache_bytes(cache_bytes), ignore_merges,
+                                self._fresh_specials)
         self._decoder = Decoder(self.id_to_token, self.vocab_size)
         self._subset_encoders: dict[frozenset, Encoder] = {}
         # Added tokens that a tokenizer.json marked "special": false: encoded as every special
@@ -254,9 +260,11 @@ class Tokenizer:
         return len(self.id_to_token)
 
     def __getstate__(self):  # for process pools and copies: rebuild the C encoder there
-        return (dict(self.id_to_token), self.merges, self.special_tokens, self.pattern,
-                self.num_threads, self.cache_bytes, self.ignore_merges, self._not_special,
-                self._loaded_from)
+        # The specials that were no token of the vocabulary are left out of it and given with
+        # their ids, so that they are such specials again.
+        vocab = {i: t for i, t in self.id_to_token.items() if i not in self._fresh_specials}
+        return (vocab, self.merges, dict(self.special_ids), self.pattern, self.num_threads,
+                self.cache_bytes, self.ignore_merges, self._not_special, self._loaded_from)
 
     def __setstate__(self, state):
         self.__init__(*state[:7])

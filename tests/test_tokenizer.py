@@ -813,6 +813,33 @@ def test_special_tokens_with_their_ids_as_tiktoken_gives_them(tmp_path):
     assert hf.encode(text).ids == tt.encode(text, allowed_special="all")
 
 
+@pytest.mark.parametrize("specials", [{"hi": 257}, {EOT: 257, "hi": 256},
+                                      {"hi": 300, " world": 301}])
+def test_a_special_that_is_no_rank_is_never_an_ordinary_token(specials):
+    # With a gap before the specials, or their ids not in their order, a special whose text is
+    # a whole pre-token was looked up as a token of the ranks when the call did not allow it:
+    # "hi" gave [257] where tiktoken's encode_ordinary gives [104, 105]. Pickled (for process
+    # pools) it must stay so.
+    import pickle
+    import tiktoken
+    vocab = {i: bytes([i]) for i in range(256)}
+    tt = tiktoken.Encoding("gaps", pat_str=bpe_cffi.PATTERNS["gpt2"], special_tokens=specials,
+                           mergeable_ranks={b: i for i, b in vocab.items()})
+    tok = Tokenizer(vocab, [], specials, ignore_merges=True)
+    text = "hi, hi world" + "".join(specials) + " world"
+    for t in (tok, pickle.loads(pickle.dumps(tok))):
+        assert t.encode(text, allowed_special=set()) == tt.encode_ordinary(text)
+        assert t.encode(text) == tt.encode(text, allowed_special="all")
+        for s in specials:
+            allowed = set(specials) - {s}
+            assert t.encode(text, allowed_special=allowed) == tt.encode(
+                text, allowed_special=allowed, disallowed_special=())
+        assert t.special_ids == specials
+    listed = Tokenizer({i: t for i, t in vocab.items() if i != 98}, [], list(specials),
+                       ignore_merges=True)  # a vocabulary with a hole, the specials listed
+    assert listed.encode("hi", allowed_special=set()) == [104, 105]
+
+
 def test_special_tokens_with_ids_that_clash_are_refused():
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
     merges = [(b"a", b"b")]
