@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import contextlib
 import errno
 import itertools
@@ -982,11 +983,15 @@ def load_tiktoken(path) -> Vocab:
     path = check_regular_file(os.fspath(path), "a tiktoken rank file")
     vocab: Vocab = {}
     line_of: dict[bytes, int] = {}  # each token's line: a token ranked twice is an error
-    with open(path, encoding="ascii", errors="strict") as f:
-        try:
-            lines = list(f)
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not ASCII at byte offset {e.start}") from None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:  # decoded whole: a decoder reading in chunks places a bad byte within its chunk
+        text = data.decode("ascii")
+    except UnicodeDecodeError as e:
+        bom = " (a byte-order mark)" if e.start == 0 and data.startswith(codecs.BOM_UTF8) else ""
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(f"{path}:{line}: not ASCII at byte offset {e.start}{bom}") from None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as open() reads
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue

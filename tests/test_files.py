@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import codecs
 import copy
 import errno
 import json
@@ -244,6 +245,26 @@ def test_bad_tiktoken_line(saved):
     n = len(p.read_text().splitlines())
     with pytest.raises(ValueError, match=rf"tokenizer\.tiktoken:{n}"):
         files.load_tiktoken(p)
+
+
+def test_a_rank_file_byte_that_is_not_ascii_is_placed(saved):
+    # Read in chunks, a byte past the first was placed within its chunk, not the file, and no
+    # line was named.
+    p = saved / "tokenizer.tiktoken"
+    data, want = p.read_bytes(), files.load_tiktoken(p)
+    at = data.index(b"\n", 9_000) + 1  # a line start past the reader's first 8 KB
+    line = data.count(b"\n", 0, at) + 1
+    p.write_bytes(data[:at] + "é".encode() + data[at:])
+    with pytest.raises(ValueError, match=rf"tokenizer\.tiktoken:{line}: not ASCII at byte "
+                                         rf"offset {at}$"):
+        files.load_tiktoken(p)
+    p.write_bytes(codecs.BOM_UTF8 + data)
+    with pytest.raises(ValueError, match=r"tokenizer\.tiktoken:1: not ASCII at byte offset 0 "
+                                         r"\(a byte-order mark\)"):
+        files.load_tiktoken(p)
+    for newline in (b"\r\n", b"\r"):  # line ends that tiktoken reads as the others
+        p.write_bytes(data.replace(b"\n", newline))
+        assert files.load_tiktoken(p) == want
 
 
 @pytest.mark.parametrize("line, message", [
