@@ -19,7 +19,8 @@ from . import __version__
 from .counting import MAX_WORKERS, count_words_arrays
 from .decoder import UnknownId
 from .files import (absolute, check_name_lengths, check_regular_file, check_specials_saveable,
-                    distinct_outputs, save, tokenizer_files)
+                    distinct_outputs, save, tokenizer_file_kind, tokenizer_files,
+                    tokenizer_paths)
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -179,15 +180,10 @@ def _load_tokenizer(path: str, args) -> Tokenizer:
     vocab.json + merges.txt)."""
     hf = path if os.path.isfile(path) else os.path.join(path, "tokenizer.json")
     if (args.pattern is not None or args.special_token is not None) and \
-            hf.endswith(".json") and os.path.lexists(hf):
+            tokenizer_file_kind(hf) == "json" and os.path.lexists(hf):
         raise UsageError(f"{path!r} is or holds a tokenizer.json, which has its own pattern "
                          "and special tokens: give neither --pattern nor --special-token")
     return Tokenizer.load(path, pattern=args.pattern, special_tokens=args.special_token)
-
-
-def _tokenizer_paths(path: str) -> list[str]:
-    """The files a --tokenizer names: itself if it is a file, else those save writes there."""
-    return [path] if os.path.isfile(path) else tokenizer_files(path)
 
 
 def cmd_encode(args) -> None:
@@ -201,7 +197,7 @@ def cmd_encode(args) -> None:
     if args.out == "-":
         raise UsageError("--out must name a .npy file (the ids are not written to standard "
                          "output)")
-    refuse_overwriting([args.out], _tokenizer_paths(args.tokenizer), "the tokenizer's file")
+    refuse_overwriting([args.out], tokenizer_paths(args.tokenizer), "the tokenizer's file")
     tok = _load_tokenizer(args.tokenizer, args)
     _note_if_regex(tok.pattern)
     inputs = resolve_inputs(args.inputs)
@@ -221,7 +217,7 @@ def cmd_decode(args) -> None:
     if args.out == "-":  # standard output, as "-" is standard input among the inputs
         args.out = None
     if args.out is not None:  # (an empty one is refused by the writer)
-        refuse_overwriting([args.out], [args.ids] + _tokenizer_paths(args.tokenizer))
+        refuse_overwriting([args.out], [args.ids] + tokenizer_paths(args.tokenizer))
     tok = _load_tokenizer(args.tokenizer, args)
     with open(check_regular_file(args.ids, "a .npy of ids"), "rb") as f:
         if f.read(6) != b"\x93NUMPY":
@@ -280,7 +276,7 @@ def cmd_info(args) -> None:
     print(f"  longest tokens: {_longest(merged) or 'none'}")
     first = ", ".join(f"{_show(a)}+{_show(b)}" for a, b in tok.merges[:5])
     print(f"  first merges: {first or 'none'}")
-    for p in _tokenizer_paths(args.directory):
+    for p in tokenizer_paths(args.directory):
         if os.path.exists(p):
             print(f"  {os.path.basename(p)}: {os.path.getsize(p):,} bytes")
 

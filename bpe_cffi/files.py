@@ -1025,6 +1025,21 @@ def tokenizer_files(directory: str) -> list[str]:
     return [os.path.join(directory, name) for name in FILES]
 
 
+def tokenizer_file_kind(path: str) -> str | None:
+    """What Tokenizer.load reads a single file as, by its name: "json" (a tokenizer.json; not a
+    GPT-2 vocab.json, which needs its merges.txt), "tiktoken" (a rank file), or None."""
+    name = os.path.basename(path)
+    if name.endswith(".json") and name != "vocab.json":
+        return "json"
+    return "tiktoken" if name.endswith(".tiktoken") else None
+
+
+def tokenizer_paths(path: str) -> list[str]:
+    """The files a tokenizer is read from: path itself if it is a file, else those save
+    writes into the directory."""
+    return [path] if os.path.isfile(path) else tokenizer_files(path)
+
+
 def check_vocab(vocab) -> None:
     """A TypeError unless vocab is a dict (a mapping: Tokenizer.id_to_token) of ids (ints) to
     bytes, a ValueError for an id outside [0, 2**31)."""

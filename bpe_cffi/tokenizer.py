@@ -15,7 +15,8 @@ from .counting import checked_int, resolve_workers
 from .decoder import Decoder
 from .encoder import Encoder, join_runs, merges_from_ranks
 from .files import (MergeNotInVocabulary, MergeParts, absolute, check_vocab, load_gpt2,
-                    load_hf, load_tiktoken, merges_txt_line, save, tokenizer_files)
+                    load_hf, load_tiktoken, merges_txt_line, save, tokenizer_file_kind,
+                    tokenizer_paths)
 from .patterns import GPT2_PATTERN, pretokenizer
 from .specials import SpecialTokens, add_special_ids, place_specials, unique_specials
 
@@ -186,7 +187,7 @@ class Tokenizer:
             is_dir = stat.S_ISDIR(os.stat(d).st_mode)
         except FileNotFoundError:
             raise FileNotFoundError(f"no such tokenizer directory: {d!r}") from None
-        if not is_dir and _file_kind(d) is None:
+        if not is_dir and tokenizer_file_kind(d) is None:
             raise NotADirectoryError(f"{d!r} is a file, not a tokenizer directory (written by "
                                      "save or bpe-cffi train), a tokenizer.json or a "
                                      ".tiktoken rank file")
@@ -196,14 +197,14 @@ class Tokenizer:
         options = {"num_threads": num_threads, "cache_bytes": cache_bytes}
         with _collector_paused:  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
             tok = cls._load(d, is_dir, pattern, special_tokens, options)
-        tok._loaded_from = tokenizer_files(absolute(d)) if is_dir else [absolute(d)]
+        tok._loaded_from = tokenizer_paths(absolute(d))
         return tok
 
     @classmethod
     def _load(cls, d: str, is_dir: bool, pattern: str | None,
               special_tokens: list[str] | dict | None, options: dict) -> "Tokenizer":
-        if not is_dir:  # one file, of a kind _file_kind knows
-            load_file = cls._load_hf if _file_kind(d) == "json" else cls._load_tiktoken
+        if not is_dir:  # one file, of a kind tokenizer_file_kind knows
+            load_file = cls._load_hf if tokenizer_file_kind(d) == "json" else cls._load_tiktoken
             return load_file(d, pattern, special_tokens, options)
         # lexists: a broken link to tokenizer.json is an error, not a reason to read the
         # vocab.json beside it (which holds neither the specials nor the pattern).
@@ -491,15 +492,6 @@ def _checked_arguments(pattern: str | None, special_tokens, num_threads=None,
         unique_specials(list(special_tokens))
         return dict(special_tokens)
     return None if special_tokens is None else unique_specials(special_tokens)
-
-
-def _file_kind(path: str) -> str | None:
-    """What Tokenizer.load reads a single file as, by its name: "json" (a tokenizer.json; not a
-    GPT-2 vocab.json, which needs its merges.txt), "tiktoken" (a rank file), or None."""
-    name = os.path.basename(path)
-    if name.endswith(".json") and name != "vocab.json":
-        return "json"
-    return "tiktoken" if name.endswith(".tiktoken") else None
 
 
 def _named(path: str, make, merges_txt: bool = False):
