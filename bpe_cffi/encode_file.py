@@ -26,6 +26,7 @@ import numpy as np
 from .chunking import Edges, chunk_target, plan_file
 from .counting import resolve_workers
 from .documents import documents, jsonl_lines_named, kind_of, parts
+from .encoder import MissingBytes
 from .files import absolute, atomic_write
 from .iterator_counting import batches
 from .pool import process_pool, pool_job, results, small_job, spill_directory
@@ -179,6 +180,8 @@ def _encode_range(tokenizer, path: str, start: int, end: int, allowed_special,
         if here:
             return encoder.encode_here(data, tokenizer.dtype)
         return encoder.encode(data, tokenizer.dtype)
+    except MissingBytes as e:
+        raise ValueError(f"{path}: byte offset {start + e.offset}: {e}") from None
     except (ValueError, UnicodeDecodeError):
         decode_range(data, path, start)  # the error that says where it is not UTF-8
         raise
@@ -264,7 +267,11 @@ def _encode_documents(tokenizer, path: str, part, text_field: str, allowed_speci
     if stream:
         out.document()
     for batch in batches(documents(path, text_field, edges, part), _DOCUMENT_BATCH_CHARS):
-        ids, offsets = tokenizer.encode_batch_to_numpy(batch, allowed_special=allowed_special)
+        try:
+            ids, offsets = tokenizer.encode_batch_to_numpy(batch,
+                                                           allowed_special=allowed_special)
+        except MissingBytes as e:
+            raise ValueError(f"{path}: {e}") from None
         for a, b in zip(offsets.tolist(), offsets[1:].tolist()):
             if not stream:
                 out.document()

@@ -366,17 +366,34 @@ class Encoder:
         return n_out[0]
 
     def _checked(self, ids: np.ndarray, text, pieces: Pieces | None = None) -> np.ndarray:
-        """ids, or the ValueError for a byte the vocabulary has no token for (its id is -1)
-        in the text's pieces (by default: its text between special tokens, whose bytes are
-        their id's)."""
+        """ids, or the MissingBytes error for a byte the vocabulary has no token for (its id
+        is -1) in the text's pieces (by default: its text between special tokens, whose bytes
+        are their id's)."""
         if self._missing_bytes and len(ids) and ids.min() < 0:
-            data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-            pieces = self.specials.pieces(data) if pieces is None else pieces
-            spans = [(0, len(data))] if pieces is None else zip(pieces[0], pieces[1])
-            missing = sorted({b for a, e in spans for b in data[a:e] if self._byte_ids[b] < 0})
-            raise ValueError(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
-                             "which have no token in the vocabulary")
+            raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+            data = np.frombuffer(raw, np.uint8)
+            pieces = self.specials.pieces(raw) if pieces is None else pieces
+            at = np.flatnonzero(self._byte_ids[data] < 0)
+            if pieces is not None:  # only bytes inside a piece (pieces are in order)
+                starts, ends = np.asarray(pieces[0]), np.asarray(pieces[1])
+                k = np.searchsorted(starts, at, side="right") - 1
+                at = at[(k >= 0) & (at < ends[np.maximum(k, 0)])]
+            missing = np.unique(data[at]).tolist()
+            raise MissingBytes(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
+                               "which have no token in the vocabulary", int(at[0]) if len(at) else 0)
         return ids
+
+
+class MissingBytes(ValueError):
+    """A text holds bytes that the vocabulary has no token for; offset: where the first of
+    them is in the text's UTF-8 (an encode_file error adds it to the range's start)."""
+
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset
+
+    def __reduce__(self):  # from a pool's worker
+        return type(self), (self.args[0], self.offset)
 
 
 def join_runs(runs: Iterable[tuple[np.ndarray, np.ndarray]], dtype

@@ -478,6 +478,21 @@ def test_encode_file(tok, tmp_path, workers):
     assert arr.tolist() == tok.encode(text)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_encode_file_names_the_file_and_offset_of_a_byte_without_a_token(tmp_path, workers):
+    tok = Tokenizer({0: b" ", 1: b"a", 2: b"c", 3: b"e", 4: b"h", 5: b"t", 6: b"th"},
+                    [(b"t", b"h")], [EOT])
+    plain = tmp_path / "plain.txt"
+    plain.write_text("the cat" + EOT + "the dog", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"plain.txt: byte offset 24: the text holds byte\(s\) "
+                                         "0x64, 0x67, 0x6f which have no token"):
+        tok.encode_file(plain, tmp_path / "ids.npy", num_workers=workers)
+    records = tmp_path / "docs.jsonl"
+    records.write_text('{"text": "the cat"}\n{"text": "a dog"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"docs.jsonl: the text holds byte\(s\) 0x64, 0x67"):
+        tok.encode_file(records, tmp_path / "ids.npy", num_workers=workers)
+
+
 def test_encode_file_of_plain_files_on_threads(tok, tmp_path, monkeypatch):
     # Plain files with a C scanner's pattern are encoded on threads of this process, which
     # share the tokenizer's cache: in ranges, the separator between every two files, in
