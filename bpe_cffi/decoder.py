@@ -57,9 +57,11 @@ class Decoder:
             return self._join(ids)
         as_int64 = None
         if isinstance(ids, np.ndarray):
-            if ids.ndim != 1 or ids.dtype.kind == "b":  # a batch's rows; a mask, not ids
+            if ids.ndim != 1:  # a batch's rows
                 raise TypeError(f"decode takes a 1-D sequence of ids, not an array of shape "
-                                f"{ids.shape} and dtype {ids.dtype}")
+                                f"{ids.shape}")
+            if ids.dtype.kind == "b":  # a mask, not ids
+                raise TypeError("decode takes ids, not an array of bools")
             if ids.dtype.kind in "iu":
                 as_int64 = np.ascontiguousarray(ids, np.int64)  # a strided view is copied
             else:

@@ -84,10 +84,11 @@ class Tokenizer:
             pairs = list(merges)
             self._merge_parts = MergeParts.of(pairs)  # checks that each is a pair of bytes
             self._merges = ReadOnlyList(tuple(m) for m in pairs)
-        self.vocab_size = max(self.id_to_token, default=-1) + 1
-        #: the pre-tokenizer: .name is the family whose C scanner runs, or "regex"
-        self.pretokenizer = pretokenizer(pattern)
-        self.dtype = np.uint16 if self.vocab_size <= 1 << 16 else np.uint32
+        # Read-only, as the tables are (properties below): encode_file plans its cuts by the
+        # pre-tokenizer and writes the dtype, so a changed one gave wrong ids without an error.
+        self._vocab_size = max(self.id_to_token, default=-1) + 1
+        self._pretokenizer = pretokenizer(pattern)
+        self._dtype = np.uint16 if self._vocab_size <= 1 << 16 else np.uint32
         self._encoder = Encoder(self.token_to_id, self._merge_parts, self.vocab_size,
                                 self.pretokenizer, specials,
                                 resolve_workers(num_threads, "num_threads"),
@@ -113,6 +114,22 @@ class Tokenizer:
     def ignore_merges(self) -> bool:
         """Whether a pre-token whose bytes are a token is that token (see the constructor)."""
         return self._ignore_merges
+
+    @property
+    def vocab_size(self) -> int:
+        """The highest id plus one (ids a vocabulary skips count too)."""
+        return self._vocab_size
+
+    @property
+    def pretokenizer(self):
+        """The pre-tokenizer: .name is the family whose C scanner runs, or "regex"."""
+        return self._pretokenizer
+
+    @property
+    def dtype(self) -> type:
+        """The numpy dtype of ids in arrays and files: uint16 when every id fits, else
+        uint32."""
+        return self._dtype
 
     @property
     def pattern(self) -> str:

@@ -1441,6 +1441,12 @@ def test_tables_handed_out_do_not_change_the_tokenizer(tok, tmp_path):
             change()
     assert tok.special_tokens == [EOT] and list(tok.special_ids) == [EOT]
     assert len(tok.merges) == len(tok.id_to_token) - 257  # 256 bytes, the merges, EOT
+    # The encoder's settings too: dtype = np.uint8 wrapped the ids of encode_to_numpy and
+    # encode_file without an error, and another pretokenizer made encode_file cut a file
+    # where the encoder's pattern has no safe edge.
+    for name in ("dtype", "pretokenizer", "vocab_size"):
+        with pytest.raises(AttributeError):
+            setattr(tok, name, getattr(tok, name))
     with pytest.raises(TypeError):
         tok.id_to_token[ids[0]] = b"HELLO"
     with pytest.raises(TypeError):
@@ -1463,7 +1469,7 @@ def test_decode_refuses_a_2d_array_and_bools_with_a_short_message(tok):
     ids = tok.encode_to_numpy("hello world " * 10_000)
     with pytest.raises(TypeError, match=r"1-D sequence of ids, not an array of shape \(1, "):
         tok.decode(ids[None, :])  # a model's (1, N) output: its message was 1.3 MB long
-    with pytest.raises(TypeError, match="dtype bool"):
+    with pytest.raises(TypeError, match="decode takes ids, not an array of bools"):
         tok.decode(np.array([True, False]))  # decoded as the bytes 0x01 0x00
     with pytest.raises(TypeError) as e:
         tok.decode([1, ids.tolist()])
