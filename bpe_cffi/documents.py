@@ -418,17 +418,18 @@ def _jsonl_documents(f, path: str, text_field: str, file_start: bool = False
             raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
         except RecursionError:
             raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
-        text = record.get(text_field) if isinstance(record, dict) else None
-        if isinstance(text, str) and ("\\ud" in line or "\\uD" in line) and \
-                _LONE_SURROGATE.search(text):
-            raise ValueError(f"{path}:{lineno}: the record's text holds a lone surrogate "
-                             "(a \\uD800-\\uDFFF escape not in a pair), which is no Unicode text")
-        if text is not None and not isinstance(text, str):
-            raise ValueError(f"{path}:{lineno}: the record's text field {text_field!r} holds "
-                             f"{text!r}, not a str")
-        if not isinstance(text, str):
+        if not isinstance(record, dict) or text_field not in record:
             raise ValueError(f"{path}:{lineno}: the record has no text field {text_field!r} "
                              "(choose the field with text_field= or --text-field)")
+        text = record[text_field]
+        if not isinstance(text, str):  # null too: a field that holds no text
+            shown = "null" if text is None else repr(text)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise ValueError(f"{path}:{lineno}: the record's text field {text_field!r} holds "
+                             f"{shown}, not a str")
+        if ("\\ud" in line or "\\uD" in line) and _LONE_SURROGATE.search(text):
+            raise ValueError(f"{path}:{lineno}: the record's text holds a lone surrogate "
+                             "(a \\uD800-\\uDFFF escape not in a pair), which is no Unicode text")
         yield text
 
 

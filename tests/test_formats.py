@@ -100,6 +100,10 @@ def test_text_field_errors_name_the_file(corpus, tmp_path):
     with pytest.raises(ValueError, match=r"not_text.jsonl:2: the "
                                          "record's text field 'text' holds 5, not a str"):
         bpe_cffi.count_words(not_text)
+    not_text.write_text('{"text": "ok"}\n{"text": null}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"not_text.jsonl:2: the "  # not "has no text field"
+                                         "record's text field 'text' holds null, not a str"):
+        bpe_cffi.count_words(not_text)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{"text": \n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid JSON"):
