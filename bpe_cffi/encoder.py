@@ -379,8 +379,9 @@ class Encoder:
                 k = np.searchsorted(starts, at, side="right") - 1
                 at = at[(k >= 0) & (at < ends[np.maximum(k, 0)])]
             missing = np.unique(data[at]).tolist()
+            first = int(at[0]) if len(at) else 0
             raise MissingBytes(f"the text holds byte(s) {', '.join(hex(b) for b in missing)} "
-                               "which have no token in the vocabulary", int(at[0]) if len(at) else 0)
+                               "which have no token in the vocabulary", first)
         return ids
 
 

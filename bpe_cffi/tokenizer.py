@@ -84,8 +84,8 @@ class Tokenizer:
             pairs = list(merges)
             self._merge_parts = MergeParts.of(pairs)  # checks that each is a pair of bytes
             self._merges = ReadOnlyList(tuple(m) for m in pairs)
-        # Read-only, as the tables are (properties below): encode_file plans its cuts by the
-        # pre-tokenizer and writes the dtype, so a changed one gave wrong ids without an error.
+        # Read-only, as the tables are (properties below): they are the encoder's, which a
+        # change here did not reach (dtype = np.uint8 wrapped the ids without an error).
         self._vocab_size = max(self.id_to_token, default=-1) + 1
         self._pretokenizer = pretokenizer(pattern)
         self._dtype = np.uint16 if self._vocab_size <= 1 << 16 else np.uint32

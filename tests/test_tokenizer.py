@@ -1442,8 +1442,7 @@ def test_tables_handed_out_do_not_change_the_tokenizer(tok, tmp_path):
     assert tok.special_tokens == [EOT] and list(tok.special_ids) == [EOT]
     assert len(tok.merges) == len(tok.id_to_token) - 257  # 256 bytes, the merges, EOT
     # The encoder's settings too: dtype = np.uint8 wrapped the ids of encode_to_numpy and
-    # encode_file without an error, and another pretokenizer made encode_file cut a file
-    # where the encoder's pattern has no safe edge.
+    # encode_file without an error (the pre-tokenizer and vocab_size are the encoder's too).
     for name in ("dtype", "pretokenizer", "vocab_size"):
         with pytest.raises(AttributeError):
             setattr(tok, name, getattr(tok, name))
