@@ -17,11 +17,12 @@ from typing import Iterable
 from .chunking import Edges, chunk_target, plan_file
 from .counter import Arrays, WordCounter
 from .documents import documents, jsonl_blocks, jsonl_lines_named, kind_of, parts
+from .files import absolute
 from .patterns import GPT2_PATTERN, pretokenizer
 from .pool import (check_workers, process_pool, small_job, spill_directory,
                    take_spilled_arrays)
 from .progress import progress_bar
-from .sources import STDIN, PathsLike, file_size, resolve_inputs
+from .sources import STDIN, PathsLike, file_size, is_url, resolve_inputs
 from .specials import unique_specials
 from .tally import count_group, set_progress, tally_group
 from .threads import map_in_threads
@@ -217,6 +218,9 @@ def _count_text(paths: list[str], special_tokens: Iterable[str], pattern: str,
     stats.pretokenizer = pretok.name
     if client is not None and tasks:  # the same tasks, run by Dask
         from .dask_executor import count_on_dask
+        # Workers open the files from their own working directory: a relative path is made
+        # absolute here, where it was found (a worker elsewhere counted another file).
+        tasks = [(p if is_url(p) else absolute(p), *rest) for p, *rest in tasks]
         result, stats.bytes_sent = count_on_dask(client, tasks)
         total = WordCounter()
         total.add(*result)

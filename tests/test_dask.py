@@ -108,6 +108,23 @@ def test_killed_worker_is_retried(client, tmp_path):
     assert victim not in client.run(os.getpid).values()  # it really died and was replaced
 
 
+def test_a_relative_path_is_the_file_here_not_in_the_workers_directory(client, tmp_path,
+                                                                        monkeypatch):
+    # The ranges were planned here and the relative path sent as it was: workers in another
+    # directory counted their own c.txt (of the same size) without an error.
+    for name, word in [("here", "apple"), ("there", "mango")]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "c.txt").write_text(f" {word}" * 20_000, encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "here")
+    before = client.run(os.getcwd)
+    client.run(os.chdir, str(tmp_path / "there"))
+    try:
+        assert bpe_cffi.count_words("c.txt", client=client) == {b" apple": 20_000}
+    finally:
+        for worker, cwd in before.items():
+            client.run(os.chdir, cwd, workers=[worker])
+
+
 def test_documents_counted_here_with_a_warning(client, corpus_files, tmp_path):
     jsonl = tmp_path / "docs.jsonl"
     jsonl.write_text('{"text": "a few words here"}\n{"text": "and more words"}\n',
