@@ -88,7 +88,7 @@ def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
     processes, with a warning. The result depends on neither num_workers nor client.
     """
     total, _ = _count(input_path, special_tokens, pattern, num_workers, client, progress,
-                      text_field)
+                      text_field, 3)
     counts = total.to_dict()
     total.release()
     return counts
@@ -96,12 +96,13 @@ def count_words(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
 
 def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = (), *,
                        pattern: str = GPT2_PATTERN, num_workers: int | None = None,
-                       client=None, progress: bool = False, text_field: str = "text"
-                       ) -> tuple[Arrays, CountStats]:
+                       client=None, progress: bool = False, text_field: str = "text",
+                       _stacklevel: int = 3) -> tuple[Arrays, CountStats]:
     """count_words as flat arrays (words back to back, offsets, counts), and where the time
-    went. The workers' counts are merged in C, so no Python dict of the corpus is built."""
+    went. The workers' counts are merged in C, so no Python dict of the corpus is built.
+    _stacklevel: where a warning points, as warnings.warn counts from here (train_bpe: 4)."""
     total, stats = _count(input_path, special_tokens, pattern, num_workers, client, progress,
-                          text_field)
+                          text_field, _stacklevel)
     result = total.export()
     total.release()
     return result, stats
@@ -109,9 +110,10 @@ def count_words_arrays(input_path: PathsLike, special_tokens: Iterable[str] = ()
 
 def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
            num_workers: int | None, client, progress: bool,
-           text_field: str = "text") -> tuple[WordCounter, CountStats]:
+           text_field: str, stacklevel: int) -> tuple[WordCounter, CountStats]:
     """The word counts in a C counter, and where the time went: plain text files in byte
-    ranges on the pool (or Dask), then the other formats' documents (_count_documents)."""
+    ranges on the pool (or Dask), then the other formats' documents (_count_documents).
+    stacklevel: the user's call, as warnings.warn counts from here (3: count_words's caller)."""
     if client is not None and not (callable(getattr(client, "map", None))
                                    and callable(getattr(client, "submit", None))):
         raise TypeError(f"client must be a dask.distributed.Client, not "
@@ -124,7 +126,7 @@ def _count(input_path: PathsLike, special_tokens: Iterable[str], pattern: str,
         warnings.warn(f"{len(read_as_documents)} input(s) read as documents (JSON lines, "
                       "Parquet, compressed files or standard input) are counted on local "
                       "processes: only plain text files are counted on the Dask cluster",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=stacklevel)
     total, stats = _count_text(paths, special_tokens, pattern, num_workers, client, progress)
     if read_as_documents:
         _count_documents(read_as_documents, special_tokens, pattern, num_workers, progress,

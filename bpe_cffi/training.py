@@ -159,7 +159,8 @@ def train_bpe(input_path: PathsLike, vocab_size: int, special_tokens: Iterable[s
     check_vocab_size(vocab_size, len(specials))  # before the long part
     arrays, stats = count_words_arrays(input_path, specials, pattern=pattern,
                                        num_workers=num_workers, client=client,
-                                       progress=progress, text_field=text_field)
+                                       progress=progress, text_field=text_field,
+                                       _stacklevel=4)
     return _learn_and_report(arrays, stats, vocab_size, specials, progress)
 
 

@@ -134,3 +134,6 @@ def test_documents_counted_here_with_a_warning(client, corpus_files, tmp_path):
         on_dask = bpe_cffi.count_words(inputs, [EOT], client=client)
     assert on_dask == bpe_cffi.count_words(inputs, [EOT], num_workers=1)
     assert on_dask[b" words"] >= 2
+    with pytest.warns(UserWarning, match="counted on local processes") as caught:
+        bpe_cffi.train_bpe(inputs, 300, [EOT], client=client)
+    assert caught[0].filename == __file__  # the caller's line, not train_bpe's
