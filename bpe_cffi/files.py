@@ -25,6 +25,7 @@ import stat
 import threading
 import warnings
 import zipfile
+import zlib
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
@@ -1198,10 +1199,14 @@ def load_counts(path) -> dict[bytes, int]:
             if "bpe_cffi word counts 1" not in z["format"].tolist():
                 raise ValueError("unknown format")
             blob, offsets, values = z["words"].tobytes(), z["offsets"], z["counts"]
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as e:
+    # (zipfile raises EOFError for a header cut short, NotImplementedError for an unknown
+    # compression method and zlib.error for a damaged stream)
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError, NotImplementedError,
+            zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise
-        raise ValueError(f"{path}: not a bpe_cffi word-count file ({e})") from None
+        raise ValueError(f"{path}: not a bpe_cffi word-count file "
+                         f"({str(e) or type(e).__name__})") from None
     problem = _count_arrays_problem(blob, offsets, values)
     from .counter import arrays_to_counts
     counts = {} if problem else arrays_to_counts((blob, offsets, values))

@@ -678,6 +678,16 @@ def test_counts_file_broken_or_inconsistent(tmp_path):
     path.write_bytes(b"PK\x03\x04" + bytes(100))
     with pytest.raises(ValueError, match="counts.npz: not a bpe_cffi word-count file"):
         bpe_cffi.load_counts(path)
+    # A zip header whose extra field runs past the end (EOFError, with no message) and an
+    # unknown compression method (NotImplementedError) escaped without the file's name.
+    bpe_cffi.save_counts({b"ab": 1, b"cd": 3}, path)
+    good = path.read_bytes()
+    directory = good.find(b"PK\x01\x02")  # the central directory's first entry
+    for at, what in [(29, "EOFError"), (directory + 10, "compression method")]:
+        path.write_bytes(good[:at] + b"\xff" + good[at + 1:])
+        with pytest.raises(ValueError, match=f"counts.npz: not a bpe_cffi word-count file "
+                                             f"\\(.*{what}"):
+            bpe_cffi.load_counts(path)
     # A word listed twice kept its last count only.
     # A uint64 count past int64 failed later, in training, without naming the file.
     for words, offsets, counts in [(b"abcd", [0, 3, 1, 4], [1, 1, 1]),
