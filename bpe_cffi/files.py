@@ -1149,6 +1149,9 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
         raise ValueError("the output directory is empty")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise FileExistsError(f"cannot save into {out_dir!r}: it is a file, not a directory")
+    if os.path.islink(out_dir) and not os.path.exists(out_dir):  # makedirs: "File exists"
+        raise FileNotFoundError(f"cannot save into {out_dir!r}: it is a symbolic link to "
+                                "nothing")
     os.makedirs(out_dir, exist_ok=True)
     paths = tokenizer_files(out_dir)
     # All four together: a failure (a full disk) leaves the directory as it was, not half

@@ -1173,6 +1173,14 @@ def test_training_gives_a_special_token_that_is_a_token_no_second_id(tmp_path):
         assert hf.encode(text).ids == tok.encode(text) == Tokenizer.load(tmp_path).encode(text)
 
 
+def test_save_into_a_symbolic_link_to_nothing_says_so(tmp_path, trained):
+    # os.makedirs raised "File exists" for it.
+    os.symlink(tmp_path / "nowhere" / "x", tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="out'?: it is a symbolic link to nothing"):
+        bpe_cffi.save(*trained, tmp_path / "out")
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
 def test_an_output_that_is_a_symlink_is_written_through(tmp_path):
     target = tmp_path / "real.npy"
     target.write_bytes(b"old")
