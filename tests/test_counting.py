@@ -118,6 +118,21 @@ def test_counter_to_dict(words):
     assert got == counts and list(got) == words
 
 
+def test_counter_takes_arrays_that_start_at_any_byte():
+    # Dask hands a task's result back as views into one message: an int64 array there may
+    # start at an odd address, and C read it misaligned (UBSan's report, in the sanitizer run).
+    blob, offsets, counts = counts_to_arrays({b" apple": 5, b"b": 7})
+    message = np.zeros(1 + offsets.nbytes + counts.nbytes, np.uint8)
+    message[1:1 + offsets.nbytes] = offsets.view(np.uint8)
+    message[1 + offsets.nbytes:] = counts.view(np.uint8)
+    odd_offsets = message[1:1 + offsets.nbytes].view(np.int64)
+    odd_counts = message[1 + offsets.nbytes:].view(np.int64)
+    assert not odd_offsets.flags.aligned and not odd_counts.flags.aligned
+    counter = WordCounter()
+    counter.add(blob, odd_offsets, odd_counts)
+    assert counter.to_dict() == {b" apple": 5, b"b": 7}
+
+
 def test_counter_refuses_use_after_release():
     # The counter is C memory that release frees; using it again must be a Python error,
     # never a read of freed memory.
