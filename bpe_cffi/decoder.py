@@ -63,7 +63,9 @@ class Decoder:
             if ids.dtype.kind == "b":  # a mask, not ids
                 raise TypeError("decode takes ids, not an array of bools")
             if ids.dtype.kind in "iu":
-                as_int64 = np.ascontiguousarray(ids, np.int64)  # a strided view is copied
+                # A strided view is copied, and so is one that starts at an odd address (a
+                # view into a buffer), which C would read misaligned.
+                as_int64 = np.require(ids, np.int64, ["C_CONTIGUOUS", "ALIGNED"])
             else:
                 ids = ids.tolist()
         else:
