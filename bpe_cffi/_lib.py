@@ -1,4 +1,7 @@
-"""The compiled C library and the translation of its error codes into Python exceptions."""
+"""The compiled C library, the translation of its error codes into Python exceptions, and
+the arrays it reads."""
+import numpy as np
+
 from ._native import ffi, lib
 
 _ERRORS = {
@@ -17,4 +20,12 @@ def check(rc: int, what: str) -> None:
         raise exc(f"{what}: {message}")
 
 
-__all__ = ["ffi", "lib", "check"]
+def c_ready(values, dtype) -> np.ndarray:
+    """values as an array that C reads as a plain array of dtype: contiguous and aligned,
+    copied only if it is not already. (np.ascontiguousarray keeps a view that starts at an odd
+    address as it is, as Dask's results and views into buffers do, and C read it misaligned:
+    undefined behaviour, which UBSan reports.)"""
+    return np.require(values, dtype, ["C_CONTIGUOUS", "ALIGNED"])
+
+
+__all__ = ["ffi", "lib", "check", "c_ready"]

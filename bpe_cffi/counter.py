@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ._lib import check, ffi, lib
+from ._lib import c_ready, check, ffi, lib
 from .files import offsets_of
 
 Arrays = tuple[bytes, np.ndarray, np.ndarray]  # (bytes back to back, int64 offsets, int64 counts)
@@ -129,11 +129,9 @@ class WordCounter:
         return self._handle
 
     def add(self, blob: bytes, offsets: np.ndarray, counts: np.ndarray) -> None:
-        """Adds counts[i] to the word blob[offsets[i]:offsets[i + 1]]. The arrays are made
-        aligned int64 if they are not: Dask hands results back as views into one message,
-        where an array may start at any byte (a misaligned read in C, which UBSan reports)."""
-        offsets = np.require(offsets, np.int64, ["C_CONTIGUOUS", "ALIGNED"])
-        counts = np.require(counts, np.int64, ["C_CONTIGUOUS", "ALIGNED"])
+        """Adds counts[i] to the word blob[offsets[i]:offsets[i + 1]] (arrays from Dask may
+        start at any byte: c_ready)."""
+        offsets, counts = c_ready(offsets, np.int64), c_ready(counts, np.int64)
         check(lib.bpe_counter_add(self._c, _buf("uint8_t[]", blob), len(blob),
                                   _buf("int64_t[]", offsets), _buf("int64_t[]", counts),
                                   len(counts)), "bpe_counter_add")

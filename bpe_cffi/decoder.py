@@ -13,7 +13,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ._lib import check, ffi, lib
+from ._lib import c_ready, check, ffi, lib
 
 _IN_C = 64  # ids from which decode copies the bytes in C
 
@@ -63,9 +63,7 @@ class Decoder:
             if ids.dtype.kind == "b":  # a mask, not ids
                 raise TypeError("decode takes ids, not an array of bools")
             if ids.dtype.kind in "iu":
-                # A strided view is copied, and so is one that starts at an odd address (a
-                # view into a buffer), which C would read misaligned.
-                as_int64 = np.require(ids, np.int64, ["C_CONTIGUOUS", "ALIGNED"])
+                as_int64 = c_ready(ids, np.int64)  # a strided or misaligned view is copied
             else:
                 ids = ids.tolist()
         else:

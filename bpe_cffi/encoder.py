@@ -14,7 +14,7 @@ from typing import AbstractSet, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ._lib import check, ffi, lib
+from ._lib import c_ready, check, ffi, lib
 from .chunking import Edges
 from .counter import text_error, utf8_documents, utf8_offsets
 from .files import MergeNotInVocabulary, MergeParts, offsets_of
@@ -417,7 +417,7 @@ def _c_array(ctype: str, values, dtype):
     """A list as a new C array, an array as a view of its memory in that dtype."""
     if isinstance(values, list):
         return ffi.new(ctype, values)
-    return ffi.from_buffer(ctype, np.ascontiguousarray(values, dtype))
+    return ffi.from_buffer(ctype, c_ready(values, dtype))
 
 
 def merges_from_ranks(vocab: Mapping[int, bytes]) -> MergeParts:
