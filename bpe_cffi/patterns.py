@@ -235,6 +235,18 @@ def compile_pattern(pattern: str) -> "regex.Pattern[str]":
         return regex.compile(pattern)
     except regex.error as e:
         raise ValueError(f"invalid pre-tokenization pattern {pattern!r}: {e}") from None
+    except RecursionError:  # the regex module parses nested groups by recursion
+        raise ValueError(f"pre-tokenization pattern {_shown(pattern)} nests its groups too "
+                         "deeply for the regex module to compile") from None
+    except MemoryError:  # it expands nested counted repeats ((?:a{1000}){1000}) when compiling
+        raise ValueError(f"pre-tokenization pattern {_shown(pattern)} takes more memory to "
+                         "compile than could be had (the regex module expands nested counted "
+                         "repeats)") from None
+
+
+def _shown(pattern: str) -> str:
+    """A pattern as an error message shows it: its first 100 characters."""
+    return repr(pattern) if len(pattern) <= 100 else f"{pattern[:100]!r}..."
 
 
 class Pretokenizer:

@@ -203,7 +203,8 @@ class Tokenizer:
         try:  # (a loop of links, a directory that may not be searched: the system's own error)
             is_dir = stat.S_ISDIR(os.stat(d).st_mode)
         except FileNotFoundError:
-            raise FileNotFoundError(f"no such tokenizer directory: {d!r}") from None
+            what = "directory" if tokenizer_file_kind(d) is None else "file"
+            raise FileNotFoundError(f"no such tokenizer {what}: {d!r}") from None
         if not is_dir and tokenizer_file_kind(d) is None:
             raise NotADirectoryError(f"{d!r} is a file, not a tokenizer directory (written by "
                                      "save or bpe-cffi train), a tokenizer.json or a "
@@ -514,7 +515,7 @@ def _checked_arguments(pattern: str | None, special_tokens, num_threads=None,
 def _named(path: str, make, merges_txt: bool = False):
     """make() (a Tokenizer from what a file held, its options checked already), with a
     ValueError about what the file holds (a merge that names no token, an invalid pattern)
-    naming the file, and for a merge of merges.txt its line."""
+    naming the file, and for a merge of merges.txt its line; a MemoryError names it too."""
     try:
         return make()
     except MergeNotInVocabulary as e:
@@ -522,6 +523,9 @@ def _named(path: str, make, merges_txt: bool = False):
         raise ValueError(f"{where}: {e}") from None
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
+    except MemoryError as e:  # (a rank file's nested tokens make merges of many bytes)
+        raise MemoryError(f"{path}: out of memory while building the tokenizer"
+                          + (f" ({e})" if str(e) else "")) from None
 
 
 def _encoded_stream(encoder: Encoder, pieces: Iterable[str]) -> Iterator[int]:

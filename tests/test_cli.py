@@ -67,6 +67,7 @@ def test_train_several_files_and_glob(tmp_path, capsys):
     (["train", "--vocab-size", "300", "--out", "x"], 2, "give INPUT"),
     (["train", "--sample", "--vocab-size", "many", "--out", "x"], 2, "invalid int"),
     (["info", "does-not-exist"], 1, "no such tokenizer directory"),
+    (["info", "missing/tokenizer.json"], 1, "no such tokenizer file"),
     (["frobnicate"], 2, "invalid choice"),
     (["encode", "in.txt", "--tokenizer", "t", "--out", "o.npy", "--separator", ""], 2,
      "--separator must not be empty"),  # meant the default in silence

@@ -247,6 +247,17 @@ def test_bad_tiktoken_line(saved):
         files.load_tiktoken(p)
 
 
+def test_running_out_of_memory_on_a_rank_file_names_it(saved, monkeypatch):
+    # Nested tokens (x, xx, ..., x^2000: a 2.7 MB file) imply merges of ~2.5 GB of bytes:
+    # numpy's MemoryError said "Unable to allocate 2.48 GiB", and not which file.
+    def merges_from_ranks(vocab):
+        raise MemoryError("Unable to allocate 2.48 GiB")
+    monkeypatch.setattr(bpe_cffi.tokenizer, "merges_from_ranks", merges_from_ranks)
+    with pytest.raises(MemoryError, match=r"tokenizer\.tiktoken: out of memory while building "
+                                          r"the tokenizer \(Unable to allocate 2\.48 GiB\)"):
+        Tokenizer.load(saved / "tokenizer.tiktoken")
+
+
 def test_a_rank_file_byte_that_is_not_ascii_is_placed(saved):
     # Read in chunks, a byte past the first was placed within its chunk, not the file, and no
     # line was named.
@@ -1243,6 +1254,8 @@ def test_inputs_of_the_wrong_type_say_so(tmp_path):
 @pytest.mark.parametrize("case, where, message", [
     ("a merge naming no token", "tokenizer.json", "merge 1 names the token b'(zz|qq)'"),
     ("a bad Split regex", "tokenizer.json", "invalid pre-tokenization pattern"),
+    # The regex module parses nested groups by recursion: a RecursionError, without the file.
+    ("a Split regex of 400 nested groups", "tokenizer.json", "nests its groups too deeply"),
     ("an id of 5000 digits", "tokenizer.json", "digits"),
     ("a merges.txt line naming no token", "merges.txt:6", "merge 4 names the token b'(zz|qq)'"),
 ])
@@ -1261,8 +1274,9 @@ def test_errors_about_a_files_contents_name_the_file(saved, case, where, message
             if case == "a merge naming no token":
                 doc["model"]["merges"][1] = "zz qq"
             else:
+                bad = "((" if case == "a bad Split regex" else "(" * 400 + ")" * 400 + "|."
                 doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
-                    {"type": "Split", "pattern": {"Regex": "(("}, "behavior": "Isolated",
+                    {"type": "Split", "pattern": {"Regex": bad}, "behavior": "Isolated",
                      "invert": False},
                     {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
         _edited(saved, edit)

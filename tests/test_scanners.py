@@ -393,3 +393,14 @@ def test_pattern_names_and_recognition():
         pretokenizer("(unclosed")
     with pytest.raises(TypeError, match="pattern must be a str"):
         pretokenizer(3)
+
+
+def test_a_pattern_the_regex_module_runs_out_of_memory_on_is_a_value_error(monkeypatch):
+    # It expands nested counted repeats: "(?:(?:a{1000}){1000}){1000}|." (30 characters)
+    # took 2.3 GB before a MemoryError with no message.
+    def compile_(pattern, *args, **kwargs):
+        raise MemoryError
+    monkeypatch.setattr(regex, "compile", compile_)
+    with pytest.raises(ValueError, match=re.escape("pattern '(?:a{1000}){1000}' takes more "
+                                                   "memory to compile than could be had")):
+        pretokenizer("(?:a{1000}){1000}")
