@@ -33,6 +33,7 @@ from .pool import process_pool, pool_job, results, small_job, spill_directory
 from .progress import progress_bar
 from .sources import (STDIN, decode_range, file_size, read_range_bytes, refuse_overwriting,
                       resolve_inputs)
+from .threads import submit_or_run
 
 
 DEFAULT_SEPARATOR = "<|endoftext|>"
@@ -199,12 +200,14 @@ def _on_threads(tokenizer, jobs: list[tuple], threads: int, allowed_special
         rest = iter(jobs)
         try:
             for job in itertools.islice(rest, 2 * threads):
-                waiting.append(pool.submit(_encode_plain, tokenizer, job, allowed_special))
+                waiting.append(submit_or_run(pool, _encode_plain, tokenizer, job,
+                                             allowed_special))
             while waiting:
                 result = waiting.popleft().result()
                 job = next(rest, None)
                 if job is not None:
-                    waiting.append(pool.submit(_encode_plain, tokenizer, job, allowed_special))
+                    waiting.append(submit_or_run(pool, _encode_plain, tokenizer, job,
+                                                 allowed_special))
                 yield result
         finally:
             for future in waiting:

@@ -11,6 +11,17 @@ from concurrent.futures import Executor, Future
 from typing import Callable, Iterable, Iterator
 
 
+def submit_or_run(pool: Executor, fn: Callable, *args) -> Future:
+    """pool.submit(fn, *args), or fn(*args) run here, as a future already done, once the pool
+    takes no more."""
+    try:
+        return pool.submit(fn, *args)
+    except RuntimeError:  # the interpreter shuts down (or the pool did)
+        done: Future = Future()
+        done.set_result(fn(*args))
+        return done
+
+
 def map_in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) -> list:
     """[fn(*args) for args in arg_tuples], on the pool's threads (see in_threads)."""
     return list(in_threads(pool, fn, arg_tuples))

@@ -1382,7 +1382,7 @@ def test_long_inputs_encode_and_count_while_the_interpreter_shuts_down(tmp_path)
     # "RuntimeError: cannot schedule new futures after interpreter shutdown" from every input
     # long enough to be cut for threads.
     script = textwrap.dedent(f"""
-        import threading, time, bpe_cffi
+        import threading, time, numpy, bpe_cffi
         vocab, merges = bpe_cffi.train_bpe(bpe_cffi.sample_path(), 300)
         tok = bpe_cffi.Tokenizer(vocab, merges, num_threads=2)
         text = "hello world, " * 250_000  # 3.2 MB: cut for the threads
@@ -1392,12 +1392,16 @@ def test_long_inputs_encode_and_count_while_the_interpreter_shuts_down(tmp_path)
         path = {str(tmp_path / "corpus.txt")!r}
         open(path, "w").write(text)
         counts = bpe_cffi.count_words(path)
+        out = path + ".npy"
 
         def late():
             time.sleep(0.5)  # the main thread has returned
             assert tok.encode(text) == want
             assert tok.encode_batch(batch) == want_batch
             assert bpe_cffi.count_words(path) == counts
+            # 1 MB ranges of a plain file, encoded on threads of this process
+            assert tok.encode_file(path, out, num_workers=2) == len(want)
+            assert numpy.load(out).tolist() == want
             print("ok")
 
         threading.Thread(target=late).start()
