@@ -62,6 +62,16 @@ _POLL_S = 0.5  # how often a wait for results checks that the workers live
 _starting = threading.Lock()
 
 
+def _new_starting_lock() -> None:
+    """In a child forked while another thread started a pool (and held the lock): that thread
+    does not run there to let it go, and the child's first pool waited for ever."""
+    global _starting
+    _starting = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_starting_lock)
+
+
 class WorkerDied(ChildProcessError):
     """A worker of the pool died (the out-of-memory killer, kill -9): multiprocessing starts
     another in its place but drops the job it had, so a wait for that job's result never

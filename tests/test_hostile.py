@@ -652,6 +652,34 @@ def test_ctrl_c_during_the_renames_of_save_leaves_all_old_or_all_new(tmp_path, m
     assert bpe_cffi.Tokenizer.load(tmp_path).encode("ab") == [256]
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_child_forked_while_a_pool_starts_can_start_its_own():
+    # Pools start one at a time, under a lock. A child forked while another thread held it
+    # (starting a pool) found it held for good, and its first pool waited for ever.
+    script = textwrap.dedent("""
+        import os, time, bpe_cffi
+        from bpe_cffi import pool
+        docs = ["some text to count, over and over"] * 1000
+        with pool._starting:  # as while another thread starts a pool
+            pid = os.fork()
+            if pid == 0:
+                bpe_cffi.train_from_iterator(docs, 300, num_workers=2)
+                os._exit(0)
+        for _ in range(600):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                print("exit", status)
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, 9)
+            print("hung")
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert run.stdout == "exit 0\n", run.stdout + run.stderr[-2000:]
+
+
 def test_pool_results_are_small_enough_to_send_whole(tmp_path):
     """A worker that Pool.terminate kills part-way through sending a large result leaves half
     a message in the result pipe, and terminate then hangs for good (pool.py). So what the
