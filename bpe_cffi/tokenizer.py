@@ -213,8 +213,15 @@ class Tokenizer:
         special_tokens = _checked_arguments(pattern, special_tokens, num_threads=num_threads,
                                             cache_bytes=cache_bytes)
         options = {"num_threads": num_threads, "cache_bytes": cache_bytes}
-        with _collector_paused:  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
+        held = _collector_pause.take()  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
+        try:
+            if held:
+                gc.disable()
             tok = cls._load(d, is_dir, pattern, special_tokens, options)
+        finally:
+            if held:
+                gc.enable()
+                held.release()
         tok._loaded_from = tokenizer_paths(absolute(d))
         return tok
 
@@ -313,7 +320,10 @@ class Tokenizer:
         across texts is encoded once."""
         encoder = self._encoder_for(allowed_special)
         out: list[list[int]] = []
-        with _collector_paused:  # lists of ints hold no cycles for it to find
+        held = _collector_pause.take()  # lists of ints hold no cycles for it to find
+        try:
+            if held:
+                gc.disable()
             # A run's lists at a time: its ~0.4 M ids' object array and list reuse the heap's
             # blocks, where one list of all the ids took fresh pages (docs/performance.md).
             for ids, ends in _batch_runs(encoder, texts, "encode_batch"):
@@ -321,6 +331,10 @@ class Tokenizer:
                 for end in ends.tolist():
                     out.append(flat[start:end])
                     start = end
+        finally:
+            if held:
+                gc.enable()
+                held.release()
         return out
 
     def encode_batch_to_numpy(self, texts: Iterable[str], *,
@@ -455,47 +469,52 @@ def _check_cache_bytes(n) -> int:
 
 
 class _CollectorPause:
-    """The cyclic garbage collector paused (if it runs) while a batch's lists are made: every
-    list made triggers its counts, and the collections it then runs walk every list made so
-    far (realmix's 64 735 documents: 289 against 666 ms for the lists). Calls on several
-    threads at once share one pause, which the last of them to end lifts: each restoring
-    what it had found let the first to end turn the collector on under the others."""
+    """The cyclic garbage collector paused (if it runs) while a call makes many objects that
+    hold no cycles: every list made triggers its counts, and the collections it then runs walk
+    every list made so far (encode_batch of realmix's 64 735 documents: 289 against 666 ms for
+    the lists; Tokenizer.load of 200 000 tokens: ~0.06 s of 0.7 s).
+
+    One call at a time holds the pause, and it ends with that call: a call that begins while
+    another holds it runs without a pause of its own. A pause shared by overlapping calls and
+    lifted by the last to end kept the collector off for good under calls that kept
+    overlapping on two threads (cyclic garbage grew to gigabytes).
+
+    A caller takes it and gives it back inline, not through a `with` block, so that Ctrl-C
+    cannot leave the collector off: Python raises a pending KeyboardInterrupt on entering a
+    function, and one raised on entering __exit__ skipped the lifting. Each step that changes
+    state is one call into C, after which an interrupt leaves, at worst, the pause taken and
+    the collector on (later calls then run without a pause):
+
+        held = _collector_pause.take()
+        try:
+            if held:
+                gc.disable()
+            ...
+        finally:
+            if held:
+                gc.enable()
+                held.release()
+    """
 
     def __init__(self):
-        self._lock = threading.Lock()  # held only to count: a fork never finds it taken long
-        self._holders = 0  # calls inside the pause now
-        self._resume = False  # the collector ran when the first of them began
+        self._lock = threading.Lock()  # held by the call that holds the pause
         os.register_at_fork(after_in_child=self._after_fork)
 
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._holders == 0:
-                # In this order, a child forked between any two steps finds the state that
-                # _after_fork needs: the collector still on, or the call counted.
-                self._resume = gc.isenabled()
-                self._holders = 1
-                gc.disable()
-            else:
-                self._holders += 1
-
-    def __exit__(self, *exc) -> None:
-        with self._lock:
-            if self._holders == 0:  # (a fork reset the count under this call)
-                return
-            self._holders -= 1
-            if self._holders == 0 and self._resume:
-                gc.enable()
+    def take(self) -> threading.Lock | None:
+        """The pause's lock, held now, if the collector runs and no other call holds the
+        pause; else None."""
+        lock = self._lock
+        return lock if gc.isenabled() and lock.acquire(blocking=False) else None
 
     def _after_fork(self) -> None:
-        """In a child forked while other threads were inside the pause: none of them runs
-        there to lift it."""
-        self._lock = threading.Lock()
-        if self._holders and self._resume:
+        """In a child forked while a call held the pause: its thread may not run there to lift
+        it (a new lock for this process; the holder, if it does run, releases its own)."""
+        if self._lock.locked():
             gc.enable()
-        self._holders = 0
+            self._lock = threading.Lock()
 
 
-_collector_paused = _CollectorPause()
+_collector_pause = _CollectorPause()
 
 
 def _checked_arguments(pattern: str | None, special_tokens, num_threads=None,
