@@ -304,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pre-tokenization regex, or a family's name: "
                         f"{', '.join(PATTERNS)} (default: gpt2)")
     t.add_argument("--workers", type=_workers, default=None,
-                   help="processes (default: one per core)")
+                   help="processes (default: one per core; a corpus under 32 MB with a "
+                        "family's pattern is then counted on threads of this process)")
     t.add_argument("--out", required=True, metavar="DIR", help="where to write the tokenizer")
     t.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="count on this Dask cluster instead of local processes")
@@ -331,7 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the field of a JSON line or Parquet record that holds its text "
                         "(default: text)")
     e.add_argument("--workers", type=_workers, default=None,
-                   help="processes (default: one per core)")
+                   help="threads of this process for plain text with a family's pattern, "
+                        "else processes (default: one per core)")
     e.add_argument("--no-specials", action="store_true",
                    help="encode special tokens' text in the documents as ordinary text, not "
                         "as their ids (the separator between documents stays one id)")

@@ -1199,7 +1199,7 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
 # ---- word counts ----------------------------------------------------------------------------
 
 def save_counts(counts, path) -> None:
-    """Writes word counts ({bytes: count}, or count_words_arrays' arrays) as a compact .npz,
+    """Writes word counts ({bytes: count}, or (blob, offsets, counts) arrays) as a compact .npz,
     atomically, so that counting and merging can run at different times."""
     import numpy as np
     from .counter import counts_to_arrays

@@ -122,7 +122,8 @@ class Tokenizer:
 
     @property
     def pretokenizer(self):
-        """The pre-tokenizer: .name is the family whose C scanner runs, or "regex"."""
+        """The pre-tokenizer: .name is the name of the pattern whose C scanner runs (a
+        family, or one of its forms: "cl100k_tiktoken", "qwen2", ...), or "regex"."""
         return self._pretokenizer
 
     @property
@@ -173,8 +174,8 @@ class Tokenizer:
     def from_files(cls, vocab_filepath, merges_filepath,
                    special_tokens: Iterable[str] | Mapping[str, int] | None = None,
                    pattern: str = GPT2_PATTERN, **options) -> "Tokenizer":
-        """Loads GPT-2 style vocab.json + merges.txt. options: num_threads, cache_bytes (as
-        for the constructor)."""
+        """Loads GPT-2 style vocab.json + merges.txt. options: num_threads, cache_bytes,
+        ignore_merges (as for the constructor)."""
         # Checked first, so that an error from the files' contents alone names the file.
         special_tokens = _checked_arguments(pattern, special_tokens, **options)
         vocab, merges = load_gpt2(vocab_filepath, merges_filepath)
