@@ -13,13 +13,18 @@ from typing import Callable, Iterable, Iterator
 
 def submit_or_run(pool: Executor, fn: Callable, *args) -> Future:
     """pool.submit(fn, *args), or fn(*args) run here, as a future already done, once the pool
-    takes no more."""
+    takes no more. Its error too is the future's, raised when its result is asked for, after
+    those of the jobs before it."""
     try:
         return pool.submit(fn, *args)
     except RuntimeError:  # the interpreter shuts down (or the pool did)
-        done: Future = Future()
+        pass
+    done: Future = Future()
+    try:
         done.set_result(fn(*args))
-        return done
+    except Exception as e:
+        done.set_exception(e)
+    return done
 
 
 def map_in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) -> list:

@@ -1477,6 +1477,27 @@ def test_long_inputs_encode_and_count_while_the_interpreter_shuts_down(tmp_path)
     assert run.returncode == 0 and run.stdout == "ok\n", run.stderr[-2000:]
 
 
+def test_a_job_run_here_when_the_pool_refuses_it_fails_in_its_turn():
+    # encode_file's jobs run on the calling thread once the pool takes no more; the error of
+    # one was raised as it was submitted, before the results of the jobs ahead of it.
+    from concurrent.futures import ThreadPoolExecutor
+    from bpe_cffi.threads import submit_or_run
+
+    def job(k):
+        if k == 1:
+            raise ValueError("range 1 is not UTF-8")
+        return k
+
+    pool = ThreadPoolExecutor(1)
+    first = submit_or_run(pool, job, 0)
+    pool.shutdown()  # as at the interpreter's shutdown: submit raises RuntimeError
+    refused = [submit_or_run(pool, job, k) for k in (1, 2)]
+    assert first.result() == 0
+    with pytest.raises(ValueError, match="range 1"):
+        refused[0].result()
+    assert refused[1].result() == 2
+
+
 @pytest.mark.parametrize("family, text", [("o200k", b"\n/" * 1_000_000),
                                           ("cl100k", " \u3000".encode() * 500_000)],
                          ids=["o200k", "cl100k"])
