@@ -6,6 +6,7 @@ import gc
 import os
 import stat
 import threading
+import time
 from typing import AbstractSet, Iterable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
@@ -484,7 +485,8 @@ class _CollectorPause:
     cannot leave the collector off: Python raises a pending KeyboardInterrupt on entering a
     function, and one raised on entering __exit__ skipped the lifting. Each step that changes
     state is one call into C, after which an interrupt leaves, at worst, the pause taken and
-    the collector on (later calls then run without a pause):
+    the collector on; a pause held so for over a second (a holder keeps the collector off but
+    for an instant at each end) is taken as left behind, and made anew:
 
         held = _collector_pause.take()
         try:
@@ -499,13 +501,27 @@ class _CollectorPause:
 
     def __init__(self):
         self._lock = threading.Lock()  # held by the call that holds the pause
+        self._suspect: tuple[threading.Lock, float] | None = None  # found held, collector on
         os.register_at_fork(after_in_child=self._after_fork)
 
     def take(self) -> threading.Lock | None:
         """The pause's lock, held now, if the collector runs and no other call holds the
         pause; else None."""
         lock = self._lock
-        return lock if gc.isenabled() and lock.acquire(blocking=False) else None
+        if not gc.isenabled():
+            return None
+        if lock.acquire(blocking=False):
+            return lock
+        # Held with the collector on: a holder between two steps, or one that an interrupt
+        # cut short. Once that has lasted a second, a new lock (were the holder still inside,
+        # the rest of its call would run unpaused: slower, no worse).
+        suspect, now = self._suspect, time.monotonic()
+        if suspect is None or suspect[0] is not lock:
+            self._suspect = (lock, now)
+        elif now - suspect[1] > 1:
+            self._lock, self._suspect = threading.Lock(), None
+            return self.take()
+        return None
 
     def _after_fork(self) -> None:
         """In a child forked while a call held the pause: its thread may not run there to lift

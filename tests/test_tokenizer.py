@@ -1052,6 +1052,29 @@ def test_encode_batch_and_load_interrupted_anywhere_leave_the_collector_on(train
     held.release()
 
 
+def test_a_pause_left_taken_by_an_interrupt_is_made_anew(monkeypatch):
+    # An interrupt just after the pause's lock was taken left it held, with the collector on,
+    # and every later call ran without a pause (its lists twice as slow) for good.
+    import gc
+    from bpe_cffi import tokenizer
+    pause = tokenizer._CollectorPause()
+    clock = [100.0]
+    monkeypatch.setattr(tokenizer.time, "monotonic", lambda: clock[0])
+    left = pause.take()  # as if its taker had been interrupted: never given back
+    assert left is not None and gc.isenabled()
+    assert pause.take() is None  # a holder may be between two steps
+    clock[0] += 0.5
+    assert pause.take() is None
+    clock[0] += 1
+    fresh = pause.take()  # held, the collector on, for over a second: left behind
+    assert fresh is not None and fresh is not left
+    fresh.release()
+    left.release()  # (were its holder alive, it would give back its own)
+    again = pause.take()
+    assert again is fresh
+    again.release()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
 def test_a_child_forked_at_any_step_of_the_pause_collects():
     # A fork can fall between any two steps of a call's pause: the child's collector runs, and
