@@ -7,7 +7,7 @@ import os
 import stat
 import threading
 import time
-from typing import AbstractSet, Iterable, Iterator, Mapping, Sequence, Union
+from typing import AbstractSet, Callable, Iterable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -215,15 +215,7 @@ class Tokenizer:
         special_tokens = _checked_arguments(pattern, special_tokens, num_threads=num_threads,
                                             cache_bytes=cache_bytes)
         options = {"num_threads": num_threads, "cache_bytes": cache_bytes}
-        held = _collector_pause.take()  # ~0.06 s of 0.7 s for a 200 000-token tokenizer.json
-        try:
-            if held:
-                gc.disable()
-            tok = cls._load(d, is_dir, pattern, special_tokens, options)
-        finally:
-            if held:
-                gc.enable()
-                held.release()
+        tok = _collector_paused(cls._load, d, is_dir, pattern, special_tokens, options)
         tok._loaded_from = tokenizer_paths(absolute(d))
         return tok
 
@@ -320,24 +312,7 @@ class Tokenizer:
         """[encode(t) for t in texts], in fewer calls: the texts are encoded together in C,
         each apart from the others, so the per-call cost is paid once and a unit that recurs
         across texts is encoded once."""
-        encoder = self._encoder_for(allowed_special)
-        out: list[list[int]] = []
-        held = _collector_pause.take()  # lists of ints hold no cycles for it to find
-        try:
-            if held:
-                gc.disable()
-            # A run's lists at a time: its ~0.4 M ids' object array and list reuse the heap's
-            # blocks, where one list of all the ids took fresh pages (docs/performance.md).
-            for ids, ends in _batch_runs(encoder, texts, "encode_batch"):
-                flat, start = encoder.as_list(ids), 0
-                for end in ends.tolist():
-                    out.append(flat[start:end])
-                    start = end
-        finally:
-            if held:
-                gc.enable()
-                held.release()
-        return out
+        return _collector_paused(_batch_lists, self._encoder_for(allowed_special), texts)
 
     def encode_batch_to_numpy(self, texts: Iterable[str], *,
                               allowed_special: AllowedSpecial = "all"
@@ -481,23 +456,13 @@ class _CollectorPause:
     lifted by the last to end kept the collector off for good under calls that kept
     overlapping on two threads (cyclic garbage grew to gigabytes).
 
-    A caller takes it and gives it back inline, not through a `with` block, so that Ctrl-C
-    cannot leave the collector off: Python raises a pending KeyboardInterrupt on entering a
-    function, and one raised on entering __exit__ skipped the lifting. Each step that changes
-    state is one call into C, after which an interrupt leaves, at worst, the pause taken and
-    the collector on; a pause held so for over a second (a holder keeps the collector off but
-    for an instant at each end) is taken as left behind, and made anew:
-
-        held = _collector_pause.take()
-        try:
-            if held:
-                gc.disable()
-            ...
-        finally:
-            if held:
-                gc.enable()
-                held.release()
-    """
+    _collector_paused takes it and gives it back in one frame, not through a `with` block,
+    so that Ctrl-C cannot leave the collector off: Python raises a pending KeyboardInterrupt
+    on entering a function, and one raised on entering __exit__ skipped the lifting. Each
+    step that changes state is one call into C, after which an interrupt leaves, at worst,
+    the pause taken and the collector on; a pause held so for over a second (a holder keeps
+    the collector off but for an instant at each end) is taken as left behind, and made
+    anew."""
 
     def __init__(self):
         self._lock = threading.Lock()  # held by the call that holds the pause
@@ -532,6 +497,32 @@ class _CollectorPause:
 
 
 _collector_pause = _CollectorPause()
+
+
+def _collector_paused(fn: Callable, *args):
+    """fn(*args) with the collector paused, if no other call holds the pause (see above)."""
+    held = _collector_pause.take()
+    try:
+        if held:
+            gc.disable()
+        return fn(*args)
+    finally:
+        if held:
+            gc.enable()
+            held.release()
+
+
+def _batch_lists(encoder: Encoder, texts: Iterable[str]) -> list[list[int]]:
+    """encode_batch's lists, a run of texts at a time: a run's ~0.4 M ids' object array and
+    list reuse the heap's blocks, where one list of all the ids took fresh pages
+    (docs/performance.md). Lists of ints hold no cycles, so the collector may be paused."""
+    out: list[list[int]] = []
+    for ids, ends in _batch_runs(encoder, texts, "encode_batch"):
+        flat, start = encoder.as_list(ids), 0
+        for end in ends.tolist():
+            out.append(flat[start:end])
+            start = end
+    return out
 
 
 def _checked_arguments(pattern: str | None, special_tokens, num_threads=None,

@@ -1023,7 +1023,8 @@ def test_encode_batch_and_load_interrupted_anywhere_leave_the_collector_on(train
     lock = tokenizer._collector_pause._lock
     for method, args in ((tok.encode_batch, (["ab cd", "e" + EOT],)),
                          (Tokenizer.load, (tmp_path / "t",))):
-        own = {method.__code__, tokenizer._CollectorPause.take.__code__}
+        own = {method.__code__, tokenizer._collector_paused.__code__,
+               tokenizer._CollectorPause.take.__code__}
         for k in itertools.count(1):
             seen = 0
 
@@ -1046,7 +1047,7 @@ def test_encode_batch_and_load_interrupted_anywhere_leave_the_collector_on(train
             assert gc.isenabled(), (method.__name__, k)
             if lock.locked():
                 lock.release()
-        assert k > 10
+        assert k > 5  # (the call ran to its end at k)
     held = tokenizer._collector_pause.take()
     assert held is lock
     held.release()
