@@ -7,7 +7,7 @@
 #   usage: bash scripts/sanitize.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install --quiet "setuptools>=64" wheel cffi  # rebuilt without build isolation
+python -m pip install --quiet "setuptools>=77" wheel cffi  # rebuilt without build isolation
 restore() { BPE_CFLAGS= BPE_LDFLAGS= python -m pip install --quiet --no-build-isolation -e . >/dev/null; }
 trap restore EXIT
 

@@ -5,7 +5,7 @@
 #   usage: bash scripts/valgrind.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install --quiet "setuptools>=64" wheel cffi  # rebuilt without build isolation
+python -m pip install --quiet "setuptools>=77" wheel cffi  # rebuilt without build isolation
 restore() { BPE_CFLAGS= python -m pip install --quiet --no-build-isolation -e . >/dev/null; }
 trap restore EXIT
 # Debug info, so that valgrind's stacks name our source files.
