@@ -726,11 +726,12 @@ def _check_hf_decoder(decoder, path: str) -> None:
     while isinstance(decoder, dict) and decoder.get("type") == "Sequence" \
             and len(decoder.get("decoders") or ()) == 1:
         decoder = decoder["decoders"][0]
-    if decoder is None:
+    if decoder is None:  # (stacklevel: Tokenizer.load's caller, past load, _collector_paused,
+        # _load and _load_hf)
         warnings.warn(f"{path}: it has no decoder, so tokenizers would decode ids to their "
                       "tokens in GPT-2's byte characters, joined by spaces; bpe_cffi decodes "
                       "them to their bytes, as the ByteLevel decoder does", UserWarning,
-                      stacklevel=6)  # Tokenizer.load's caller (load, _load, _load_hf)
+                      stacklevel=7)
     elif not isinstance(decoder, dict) or decoder.get("type") != "ByteLevel":
         raise ValueError(f"{path}: decoder {_describe(decoder)} would decode ids to other text "
                          "than bpe_cffi, which decodes them to their bytes (the ByteLevel "
