@@ -37,19 +37,11 @@ def in_threads(pool: Executor, fn: Callable, arg_tuples: Iterable[tuple]) -> Ite
     arguments come (the calling thread may make the next ones while the threads work); once
     all are submitted, the results are yielded in order, each as soon as it and those before
     it are done (the calling thread may use one while the threads finish the next). Once the
-    pool refuses one, it and the rest run here."""
+    pool refuses them, they run here (submit_or_run)."""
     futures: list[Future] = []
-    rest = iter(arg_tuples)
     try:
-        for args in rest:
-            try:
-                futures.append(pool.submit(fn, *args))
-            except RuntimeError:  # the interpreter shuts down (or the pool did)
-                here = [fn(*args)] + [fn(*more) for more in rest]
-                for f in futures:
-                    yield f.result()
-                yield from here
-                return
+        for args in arg_tuples:
+            futures.append(submit_or_run(pool, fn, *args))
         for f in futures:
             yield f.result()
     finally:  # after an error, or once the caller stops, what has not started need not run
