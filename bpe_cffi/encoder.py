@@ -139,10 +139,16 @@ class Encoder:
             return parts[0].astype(dtype, copy=False)
         return np.concatenate(parts, dtype=dtype, casting="unsafe")  # cast as they are joined
 
-    def encode_here(self, data: bytes, dtype=np.int32) -> np.ndarray:
-        """The ids of UTF-8 text (a pattern with a C scanner), as an array of dtype, in one C
-        call on the calling thread: for callers that run threads of their own."""
-        return self._checked(self._encode_utf8(data), data).astype(dtype, copy=False)
+    def encode_here(self, data, dtype=np.int32, scratch: np.ndarray | None = None
+                    ) -> np.ndarray:
+        """The ids of UTF-8 text (bytes or a buffer; a pattern with a C scanner), as a new
+        array of dtype, in one C call on the calling thread: for callers that run threads of
+        their own. scratch: an int32 array the call may use for its ids before they are cast
+        (shorter than data: one is made), so that a caller encoding text after text touches
+        its pages once."""
+        pieces = self.specials.pieces(data)
+        ids = self._call(data, pieces, scratch=scratch)[0]
+        return self._checked(ids, data, pieces).astype(dtype, copy=scratch is not None)
 
     def _parts(self, data: bytes, parts_per_thread: int) -> Iterable[np.ndarray]:
         """The checked ids of data, a part at a time: a long text is cut at safe edges into
@@ -327,10 +333,14 @@ class Encoder:
 
     # ---- the C call ----
 
-    def _call(self, data: bytes | memoryview, pieces: Pieces | None, want_ends: bool = False):
+    def _call(self, data: bytes | memoryview, pieces: Pieces | None, want_ends: bool = False,
+              scratch: np.ndarray | None = None):
         """bpe_encode on data's pieces (None: the whole, no special): (int32 ids, and
-        int64 piece ends if asked for)."""
-        ids = np.empty(len(data) + (0 if pieces is None else len(pieces[2])), np.int32)
+        int64 piece ends if asked for); the ids in scratch if it has room."""
+        room = len(data) + (0 if pieces is None else len(pieces[2]))
+        # (A special token's bytes make one id: a byte's room is room enough.)
+        ids = scratch[:room] if scratch is not None and len(scratch) >= len(data) else \
+            np.empty(room, np.int32)
         ends = np.empty(len(pieces[2]), np.int64) if want_ends else None
         n = self._run(data, pieces, _buf("int32_t[]", ids), len(ids),
                       ffi.NULL if ends is None else _buf("int64_t[]", ends))

@@ -7,6 +7,8 @@ import os
 import stat
 from typing import Iterable, Union
 
+import numpy as np
+
 PathsLike = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 
 
@@ -41,6 +43,26 @@ def read_range_bytes(path: str, start: int, end: int) -> bytes:
         raise OSError(f"{path} changed while being read: expected {end - start} bytes at "
                       f"offset {start}, got {len(data)}")
     return data
+
+
+def read_range_into(path: str, start: int, end: int, buffer: np.ndarray) -> np.ndarray:
+    """Bytes [start, end) of path read into the start of the uint8 array buffer, or of a new
+    one if it is too short; returns the array read into. OSError if the file changed size
+    while read."""
+    n = end - start
+    if len(buffer) < n:
+        buffer = np.empty(n, np.uint8)
+    view = memoryview(buffer)[:n]
+    got = 0
+    with open_binary(path) as f:
+        f.seek(start)
+        while got < n and (k := f.readinto(view[got:])):
+            got += k
+    view.release()
+    if got != n:
+        raise OSError(f"{path} changed while being read: expected {n} bytes at "
+                      f"offset {start}, got {got}")
+    return buffer
 
 
 def decode_range(data: bytes, path: str, start: int) -> str:

@@ -809,6 +809,72 @@ def test_small_files_share_a_job(trained, tmp_path, monkeypatch, target):
     assert any(job[1] == "files" and len(job[0]) > 1 for job in jobs) == (target >= 100)
 
 
+def test_thread_jobs_reuse_their_buffers(trained, tmp_path, monkeypatch):
+    # Ranges on threads are read and encoded in buffers that later jobs take over: ranges of
+    # every size in turn (each larger, then smaller, than the one before), ranges so full of
+    # a short special token that their ids outgrow the buffer kept for them, and bytes
+    # without a token after all that: each range's ids are its own.
+    from bpe_cffi import encode_file
+    made = []
+
+    class CountedScratch(encode_file._Scratch):
+        def __init__(self):
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(encode_file, "_Scratch", CountedScratch)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 3_000)
+    parts = [TEXT * k for k in (1, 60, 3, 90, 0, 40)] + ["<s>" * 4_000, TEXT * 50, "<s>a" * 900]
+    text = "".join(parts)
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8")
+    tok = Tokenizer(*trained, [EOT, "<s>"])
+    out = tmp_path / "ids.npy"
+    tok.encode_file(path, out, num_workers=2)
+    assert np.load(out).tolist() == tok.encode(text)
+    ranges = len(encode_file.plan_file(str(path), encode_file.Edges(
+        [EOT.encode(), b"<s>"], tok.pretokenizer.edges), 3_000))
+    assert ranges > 10 and 1 <= len(made) <= 3  # a buffer a thread, not a range
+    vocab, merges = trained
+    no_tab = Tokenizer({i: t for i, t in vocab.items() if t != b"\t"}, merges)
+    path.write_text(TEXT * 200 + "\t" + TEXT * 10, encoding="utf-8")
+    at = len((TEXT * 200).encode())
+    with pytest.raises(ValueError, match=f"byte offset {at}: the text holds byte"):
+        no_tab.encode_file(path, out, num_workers=2)
+
+
+def test_output_is_written_back_as_it_comes(trained, tmp_path, monkeypatch):
+    # Every _WRITE_BACK_BYTES of output, the kernel is asked to start writing it to the
+    # disk: the ranges asked for follow each other from the header's end, and the file is
+    # the same as without.
+    from bpe_cffi import encode_file
+    if not hasattr(os, "posix_fadvise"):
+        pytest.skip("no posix_fadvise here")
+    asked = []
+    real = os.posix_fadvise
+
+    def fadvise(fd, offset, length, advice):
+        asked.append((offset, length, advice))
+        return real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", fadvise)
+    monkeypatch.setattr(encode_file, "_WRITE_BACK_BYTES", 1_000)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 2_000)
+    path = tmp_path / "corpus.txt"
+    path.write_text(TEXT * 400, encoding="utf-8")
+    tok = Tokenizer(*trained, [EOT])
+    out = tmp_path / "ids.npy"
+    for workers in (1, 2):
+        asked.clear()
+        tok.encode_file([path, path], out, num_workers=workers)
+        ids = np.load(out)
+        assert ids.tolist() == tok.encode(TEXT * 400 + EOT + TEXT * 400)
+        assert len(asked) > 5 and all(advice == os.POSIX_FADV_DONTNEED for *_, advice in asked)
+        assert asked[0][0] == 128  # the header's end
+        assert all(a + n == b for (a, n, _), (b, _, _) in zip(asked, asked[1:]))
+        assert 0 <= os.path.getsize(out) - (asked[-1][0] + asked[-1][1]) < 1_000 + 2_000 * 2
+
+
 def test_cli_encodes_many_files(saved, tmp_path):
     from bpe_cffi.cli import main
     for k in range(3):

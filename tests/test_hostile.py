@@ -202,19 +202,35 @@ def test_worker_counts_are_bounded(tmp_path, monkeypatch):
         assert np.load(tmp_path / "ids.npy").tolist() == tok.encode("a b c|" * 1000)
 
 
-def test_file_truncated_while_read(tmp_path, monkeypatch):
-    path = write(tmp_path, "hello world " * 300_000)
-    plan = counting.plan_file
+def _truncate_once_planned(monkeypatch, module, path, size: int) -> None:
+    """Has module's plan_file cut the file at path to size bytes once it has planned it."""
+    plan = module.plan_file
 
     def plan_then_truncate(*args, **kwargs):
         ranges = plan(*args, **kwargs)
         with open(path, "r+b") as f:
-            f.truncate(1000)
+            f.truncate(size)
         return ranges
 
-    monkeypatch.setattr(counting, "plan_file", plan_then_truncate)
+    monkeypatch.setattr(module, "plan_file", plan_then_truncate)
+
+
+def test_file_truncated_while_read(tmp_path, monkeypatch):
+    path = write(tmp_path, "hello world " * 300_000)
+    _truncate_once_planned(monkeypatch, counting, path, 1000)
     with pytest.raises(OSError, match="changed while being read"):
         bpe_cffi.count_words(path, num_workers=1)
+
+
+def test_file_truncated_while_encoded_on_threads(tmp_path, monkeypatch):
+    # A plain file's ranges are read into buffers kept from range to range: one cut short
+    # since it was planned is an error, not the ids of what the buffer held before.
+    path = write(tmp_path, "hello world " * 3_000)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 5_000)
+    _truncate_once_planned(monkeypatch, encode_file, path, 20_000)
+    tok = bpe_cffi.Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    with pytest.raises(OSError, match="expected .* bytes at offset .*, got "):
+        tok.encode_file(path, tmp_path / "ids.npy", num_workers=2)
 
 
 def test_small_file_truncated_while_encoded(tmp_path, monkeypatch):
