@@ -38,11 +38,11 @@ from .threads import submit_or_run
 
 DEFAULT_SEPARATOR = "<|endoftext|>"
 _DOCUMENT_BATCH_CHARS = 1 << 22  # characters of documents encoded in one call
-# The most bytes of text in one job: a running job holds the text and room for an id a
-# byte, and a finished one its ids until they are written. 4 MB rather than 16: the 300 MB
-# corpus's peak 182 against 250 MB, and less memory touched for the first time, which costs
-# more than it saves in calls (docs/performance.md, "encode_file's memory and output").
-_RANGE_MAX_BYTES = 4 << 20
+# The most bytes of text in one job on the threads (_on_threads): a running job holds the
+# text and room for an id a byte, and a finished one its ids until they are written. 4 MB
+# rather than 16: the 300 MB corpus's peak 182 against 250 MB, and less memory touched for
+# the first time (docs/performance.md, "encode_file's memory and output").
+_THREAD_RANGE_BYTES = 4 << 20
 _WRITE_BACK_BYTES = 16 << 20  # output written between two requests to write it back
 
 
@@ -69,8 +69,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     dtype = np.dtype(tokenizer.dtype)
     out = _IdsFile(dtype, _separator_ids(tokenizer, separator))
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)
-    target = min(chunk_target(sum(file_size(p) for p in paths if p != STDIN), workers),
-                 _RANGE_MAX_BYTES)
+    target = chunk_target(sum(file_size(p) for p in paths if p != STDIN), workers)
     with atomic_write(output_path, "wb") as f, contextlib.ExitStack() as stack, \
             progress_bar(progress, total=None, unit="B", unit_scale=True, desc="encode") as bar, \
             jsonl_lines_named(paths, text_field):
@@ -87,7 +86,12 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
             # the pool as one ordered list of jobs: every file's ranges or parts.
             for is_stdin, run in itertools.groupby(paths, lambda p: p == STDIN):
                 run = list(run)
-                jobs = [] if is_stdin else _jobs(run, edges, target, text_field,
+                # Plain files of a range or more, with a C scanner: each range goes to a
+                # thread (below), in smaller ranges.
+                threads = tokenizer.pretokenizer.family is not None and not is_stdin and \
+                    all(kind_of(p) == "text" and file_size(p) >= target for p in run)
+                run_target = min(target, _THREAD_RANGE_BYTES) if threads else target
+                jobs = [] if is_stdin else _jobs(run, edges, run_target, text_field,
                                                  allowed_special, out.between.tolist(), spill)
                 if len(jobs) <= 1:  # here, where a long text takes every thread
                     planned = [job[2:4] for job in jobs if job[1] == "text"]
@@ -95,8 +99,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                         _encode_here(tokenizer, path, edges, target, text_field,
                                      allowed_special, out, bar, planned or None)
                     continue
-                if tokenizer.pretokenizer.family is not None and \
-                        all(job[1] == "text" for job in jobs):
+                if threads:  # (every job is then a "text" job)
                     done = _on_threads(tokenizer, jobs, min(workers, len(jobs)),
                                        allowed_special)
                 else:
@@ -180,17 +183,14 @@ def _encode_here(tokenizer, path: str, edges: Edges, target: int, text_field: st
 def _encode_range(tokenizer, path: str, start: int, end: int, allowed_special,
                   scratch: "_Scratch | None" = None) -> np.ndarray:
     """The ids of bytes [start, end) of a text file, encoded from its UTF-8 as read (a str
-    made of it would be made UTF-8 again; 16 MB: ~0.06 s of ~0.3 s) on the tokenizer's
-    threads; with a scratch, on the calling thread (a C scanner's pattern only), read and
-    encoded in the scratch's buffers."""
+    made of it would be made UTF-8 again: ~20% of the time) on the tokenizer's threads;
+    with a scratch, on the calling thread (a C scanner's pattern only), read and encoded in
+    the scratch's buffers."""
     encoder = tokenizer._encoder_for(allowed_special)
     if scratch is None:
         data = read_range_bytes(path, start, end)
     else:
-        scratch.text = read_range_into(path, start, end, scratch.text)
-        data = scratch.text[:end - start]
-        if len(scratch.ids) < len(data):  # at most an id a byte
-            scratch.ids = np.empty(len(data), np.int32)
+        data = scratch.read(path, start, end)
     try:
         if scratch is None:
             return encoder.encode(data, tokenizer.dtype)
@@ -230,13 +230,28 @@ def _on_threads(tokenizer, jobs: list[tuple], threads: int, allowed_special
 
 
 class _Scratch:
-    """A job's buffers for a range's bytes and its int32 ids, which the next job takes over:
-    memory touched once, not once a range (a range of 4 MB is read into 4 MB, and its ids
-    made in ~4 MB, of memory that the kernel must find and clear the first time)."""
+    """A job's buffers for a range's bytes and its int32 ids (room for one a byte), which
+    later jobs take over: their memory is found and cleared by the kernel once, not once a
+    range (a range of 4 MB fills 4 MB of the first and ~4 MB of the second)."""
 
     def __init__(self):
         self.text = np.empty(0, np.uint8)
         self.ids = np.empty(0, np.int32)
+
+    def read(self, path: str, start: int, end: int) -> np.ndarray:
+        """Bytes [start, end) of path, read into the text buffer; both buffers are made
+        anew, with room to spare (ranges end at the first safe edge past their target), if
+        they are too short for them."""
+        n = end - start
+        if len(self.text) < n:
+            self.text = np.empty(n + n // 16, np.uint8)
+            self.ids = np.empty(n + n // 16, np.int32)
+        return read_range_into(path, start, end, self.text)
+
+    def kept(self) -> bool:
+        """Whether the buffers are worth keeping for the next job: not those grown for a
+        range far over the target (a stretch without a safe edge)."""
+        return len(self.text) <= 2 * _THREAD_RANGE_BYTES
 
 
 def _encode_plain(tokenizer, job: tuple, allowed_special, scratches: collections.deque
@@ -252,7 +267,8 @@ def _encode_plain(tokenizer, job: tuple, allowed_special, scratches: collections
     try:
         ids = _encode_range(tokenizer, path, start, end, allowed_special, scratch)
     finally:
-        scratches.append(scratch)
+        if scratch.kept():
+            scratches.append(scratch)
     return ids, len(ids), 0, end - start
 
 
@@ -265,7 +281,7 @@ class _IdsFile:
         self.between = np.array(separator_ids, dtype)
         self.total = self.documents = 0
         self.f = None
-        self.write_back = False  # (the output's: a worker's part is not kept)
+        self.write_back = False  # only the output is: a pool worker's part is temporary
         self.written_back = self.pending = 0  # f's bytes sent to the disk, and written since
 
     def start(self, f) -> None:
@@ -273,14 +289,15 @@ class _IdsFile:
         has the kernel write the ids to the disk as they come (_wrote)."""
         self.f = f
         f.write(_npy_header(self.dtype, 0))
-        self.write_back = hasattr(os, "posix_fadvise")  # (not on macOS)
+        self.write_back = hasattr(os, "posix_fadvise")  # (not on macOS nor Windows)
         self.written_back = f.tell()
 
     def _wrote(self, n_bytes: int) -> None:
-        """Every _WRITE_BACK_BYTES written, asks the kernel to start writing them to the disk
-        without waiting: posix_fadvise's DONTNEED starts the write-back of the range's dirty
-        pages, which stay cached. The fsync that ends atomic_write then waits for the last
-        part only, not for the whole file (150 MB of ids: 0-1 against 75-80 ms)."""
+        """Every _WRITE_BACK_BYTES written, asks the kernel to start writing them to the disk,
+        without waiting for it to be done: on Linux, posix_fadvise's DONTNEED starts the
+        write-back of the range's dirty pages (which stay cached: it drops clean pages only);
+        elsewhere it may do nothing. The fsync that ends atomic_write then has little left to
+        write (150 MB of ids: 0-1 against 75-80 ms)."""
         if not self.write_back:
             return
         self.pending += n_bytes

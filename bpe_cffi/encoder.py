@@ -139,16 +139,15 @@ class Encoder:
             return parts[0].astype(dtype, copy=False)
         return np.concatenate(parts, dtype=dtype, casting="unsafe")  # cast as they are joined
 
-    def encode_here(self, data, dtype=np.int32, scratch: np.ndarray | None = None
-                    ) -> np.ndarray:
+    def encode_here(self, data, dtype, scratch: np.ndarray) -> np.ndarray:
         """The ids of UTF-8 text (bytes or a buffer; a pattern with a C scanner), as a new
         array of dtype, in one C call on the calling thread: for callers that run threads of
-        their own. scratch: an int32 array the call may use for its ids before they are cast
-        (shorter than data: one is made), so that a caller encoding text after text touches
-        its pages once."""
+        their own. scratch: an int32 array the call makes its ids in before they are copied
+        out (shorter than data: a new one is used), so that a caller encoding text after text
+        touches its pages once."""
         pieces = self.specials.pieces(data)
         ids = self._call(data, pieces, scratch=scratch)[0]
-        return self._checked(ids, data, pieces).astype(dtype, copy=scratch is not None)
+        return self._checked(ids, data, pieces).astype(dtype)  # (a copy, even of int32)
 
     def _parts(self, data: bytes, parts_per_thread: int) -> Iterable[np.ndarray]:
         """The checked ids of data, a part at a time: a long text is cut at safe edges into

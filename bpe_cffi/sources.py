@@ -46,23 +46,18 @@ def read_range_bytes(path: str, start: int, end: int) -> bytes:
 
 
 def read_range_into(path: str, start: int, end: int, buffer: np.ndarray) -> np.ndarray:
-    """Bytes [start, end) of path read into the start of the uint8 array buffer, or of a new
-    one if it is too short; returns the array read into. OSError if the file changed size
-    while read."""
+    """Bytes [start, end) of path read into the uint8 array buffer (at least end - start
+    long); returns the part of it they fill. OSError if the file changed size while read."""
     n = end - start
-    if len(buffer) < n:
-        buffer = np.empty(n, np.uint8)
-    view = memoryview(buffer)[:n]
     got = 0
-    with open_binary(path) as f:
+    with open_binary(path) as f, memoryview(buffer)[:n] as view:
         f.seek(start)
         while got < n and (k := f.readinto(view[got:])):
             got += k
-    view.release()
     if got != n:
         raise OSError(f"{path} changed while being read: expected {n} bytes at "
                       f"offset {start}, got {got}")
-    return buffer
+    return buffer[:n]
 
 
 def decode_range(data: bytes, path: str, start: int) -> str:

@@ -810,10 +810,12 @@ def test_small_files_share_a_job(trained, tmp_path, monkeypatch, target):
 
 
 def test_thread_jobs_reuse_their_buffers(trained, tmp_path, monkeypatch):
-    # Ranges on threads are read and encoded in buffers that later jobs take over: ranges of
-    # every size in turn (each larger, then smaller, than the one before), ranges so full of
-    # a short special token that their ids outgrow the buffer kept for them, and bytes
-    # without a token after all that: each range's ids are its own.
+    # Ranges on threads are read and encoded in buffers that later jobs take over: ranges
+    # whose sizes rise and fall (each cut before a space, a safe edge), ranges so dense in a
+    # short special token that their room for ids (one a byte of text, one a special) is
+    # more than the buffer holds, and a byte without a token after all that: each range's
+    # ids are its own.
+    import random
     from bpe_cffi import encode_file
     made = []
 
@@ -822,25 +824,78 @@ def test_thread_jobs_reuse_their_buffers(trained, tmp_path, monkeypatch):
             super().__init__()
             made.append(self)
 
-    monkeypatch.setattr(encode_file, "_Scratch", CountedScratch)
-    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 3_000)
-    parts = [TEXT * k for k in (1, 60, 3, 90, 0, 40)] + ["<s>" * 4_000, TEXT * 50, "<s>a" * 900]
-    text = "".join(parts)
+    rng = random.Random(7)
+    words = ["the", "heaven", "earth", "123", "\U0001f642", "<s><s><s>", "\u00e9t\u00e9"]
+    text = " ".join(rng.choice(words) for _ in range(8_000)) + " " + \
+        " ".join(["<s><s><s>"] * 2_000) + " " + " ".join(rng.choice(words) for _ in range(2_000))
+    data = text.encode()
+    ranges, at = [], 0
+    for size in [7, 3_000, 40, 9_000, 600, 12_000, 1, 20_000, 300, 5_000] * 10:
+        cut = data.find(b" ", at + size)
+        if cut < 0:
+            break
+        ranges.append((at, cut))
+        at = cut
+    ranges.append((at, len(data)))
     path = tmp_path / "corpus.txt"
-    path.write_text(text, encoding="utf-8")
+    path.write_bytes(data)
+    monkeypatch.setattr(encode_file, "_Scratch", CountedScratch)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 1_000)
+    real_plan = encode_file.plan_file
+    monkeypatch.setattr(encode_file, "plan_file", lambda p, edges, target: list(ranges))
     tok = Tokenizer(*trained, [EOT, "<s>"])
     out = tmp_path / "ids.npy"
     tok.encode_file(path, out, num_workers=2)
     assert np.load(out).tolist() == tok.encode(text)
-    ranges = len(encode_file.plan_file(str(path), encode_file.Edges(
-        [EOT.encode(), b"<s>"], tok.pretokenizer.edges), 3_000))
-    assert ranges > 10 and 1 <= len(made) <= 3  # a buffer a thread, not a range
+    assert len(ranges) > 15 and 1 <= len(made) <= 2  # a scratch a thread, not a range
     vocab, merges = trained
     no_tab = Tokenizer({i: t for i, t in vocab.items() if t != b"\t"}, merges)
     path.write_text(TEXT * 200 + "\t" + TEXT * 10, encoding="utf-8")
+    monkeypatch.setattr(encode_file, "plan_file", real_plan)
     at = len((TEXT * 200).encode())
     with pytest.raises(ValueError, match=f"byte offset {at}: the text holds byte"):
         no_tab.encode_file(path, out, num_workers=2)
+
+
+def test_only_thread_jobs_take_the_smaller_ranges(trained, tmp_path, monkeypatch):
+    # Ranges for threads are cut at most _THREAD_RANGE_BYTES long; one worker (whose ranges
+    # the tokenizer's threads share) and the pool keep chunk_target's.
+    from bpe_cffi import encode_file
+    targets = []
+    real_plan = encode_file.plan_file
+
+    def plan(path, edges, target):
+        targets.append(target)
+        return real_plan(path, edges, target)
+
+    monkeypatch.setattr(encode_file, "plan_file", plan)
+    monkeypatch.setattr(encode_file, "chunk_target", lambda size, workers: 10_000)
+    monkeypatch.setattr(encode_file, "_THREAD_RANGE_BYTES", 3_000)
+    path = tmp_path / "corpus.txt"
+    path.write_text(TEXT * 500, encoding="utf-8")
+    out = tmp_path / "ids.npy"
+    for pattern, workers, want in (("gpt2", 2, 3_000), ("gpt2", 1, 10_000),
+                                   (r"\S+|\s+", 2, 10_000)):
+        tok = Tokenizer(*trained, [EOT], pattern)
+        targets.clear()
+        tok.encode_file(path, out, num_workers=workers)
+        assert targets == [want]
+        assert np.load(out).tolist() == tok.encode(TEXT * 500)
+
+
+def test_encode_here_copies_its_ids_out_of_the_scratch(trained):
+    # A caller's next call reuses the scratch: the ids returned are not in it, even as int32.
+    tok = Tokenizer(*trained, [EOT])
+    encoder = tok._encoder_for("all")
+    scratch = np.empty(10_000, np.int32)
+    first = encoder.encode_here(TEXT.encode(), np.int32, scratch)
+    kept = first.tolist()
+    encoder.encode_here(("other words " * 50).encode(), np.int32, scratch)
+    assert first.tolist() == kept == tok.encode(TEXT)
+    short = np.empty(3, np.int32)  # too short: a new array is used, the scratch untouched
+    short[:] = -7
+    assert encoder.encode_here(TEXT.encode(), np.uint16, short).tolist() == kept
+    assert short.tolist() == [-7, -7, -7]
 
 
 def test_output_is_written_back_as_it_comes(trained, tmp_path, monkeypatch):
