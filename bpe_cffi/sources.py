@@ -40,8 +40,7 @@ def read_range_bytes(path: str, start: int, end: int) -> bytes:
         f.seek(start)
         data = f.read(end - start)
     if len(data) != end - start:
-        raise OSError(f"{path} changed while being read: expected {end - start} bytes at "
-                      f"offset {start}, got {len(data)}")
+        raise _changed(path, start, end, len(data))
     return data
 
 
@@ -55,9 +54,14 @@ def read_range_into(path: str, start: int, end: int, buffer: np.ndarray) -> np.n
         while got < n and (k := f.readinto(view[got:])):
             got += k
     if got != n:
-        raise OSError(f"{path} changed while being read: expected {n} bytes at "
-                      f"offset {start}, got {got}")
+        raise _changed(path, start, end, got)
     return buffer[:n]
+
+
+def _changed(path: str, start: int, end: int, got: int) -> OSError:
+    """The error for bytes [start, end) of path read as only `got` bytes."""
+    return OSError(f"{path} changed while being read: expected {end - start} bytes at "
+                   f"offset {start}, got {got}")
 
 
 def decode_range(data: bytes, path: str, start: int) -> str:
