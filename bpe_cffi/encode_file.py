@@ -69,7 +69,8 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
     dtype = np.dtype(tokenizer.dtype)
     out = _IdsFile(dtype, _separator_ids(tokenizer, separator))
     edges = Edges(specials.encoded, tokenizer.pretokenizer.edges)
-    target = chunk_target(sum(file_size(p) for p in paths if p != STDIN), workers)
+    sizes = {p: file_size(p) for p in paths if p != STDIN}  # (one stat, or request, a file)
+    target = chunk_target(sum(sizes[p] for p in paths if p != STDIN), workers)
     with atomic_write(output_path, "wb") as f, contextlib.ExitStack() as stack, \
             progress_bar(progress, total=None, unit="B", unit_scale=True, desc="encode") as bar, \
             jsonl_lines_named(paths, text_field):
@@ -89,7 +90,7 @@ def encode_file(tokenizer, inputs, output_path, *, num_workers: int | None = Non
                 # Plain files of a range or more, with a C scanner: each range goes to a
                 # thread (below), in smaller ranges.
                 threads = tokenizer.pretokenizer.family is not None and not is_stdin and \
-                    all(kind_of(p) == "text" and file_size(p) >= target for p in run)
+                    all(kind_of(p) == "text" and sizes[p] >= target for p in run)
                 run_target = min(target, _THREAD_RANGE_BYTES) if threads else target
                 jobs = [] if is_stdin else _jobs(run, edges, run_target, text_field,
                                                  allowed_special, out.between.tolist(), spill)
