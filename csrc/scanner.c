@@ -11,7 +11,9 @@ int bpe_scanner_new(int family, int max_digits, int space_run_ends, const uint8_
     if (family < BPE_SCAN_PIECES || family > BPE_SCAN_O200K || max_digits < 1 ||
         space_run_ends < 0 || space_run_ends > 1)
         return BPE_EINVAL;
-    if (family != BPE_SCAN_PIECES && (!classes || n_classes != N_CODE_POINTS)) return BPE_EINVAL;
+    /* A table, even one a pieces scanner ignores, is read whole below: it must be whole. */
+    if ((family != BPE_SCAN_PIECES && !classes) || (classes && n_classes != N_CODE_POINTS))
+        return BPE_EINVAL;
     for (int64_t cp = 0; classes && cp < n_classes; cp++) {
         uint8_t c = classes[cp];
         int base = CLASS_BASE(c), letter_case = CLASS_CASE(c);

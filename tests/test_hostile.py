@@ -378,6 +378,10 @@ def test_scanner_rejects_bad_arguments():
     assert lib.bpe_scanner_new(-1, 3, 0, classes, full, out) == lib.BPE_EINVAL
     assert lib.bpe_scanner_new(99, 3, 0, classes, full, out) == lib.BPE_EINVAL
     assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 0, classes, full, ffi.NULL) == lib.BPE_EINVAL
+    # A pieces scanner reads no class, but a table given is checked whole: a short one was
+    # read past its end.
+    short = ffi.new("uint8_t[]", 1)
+    assert lib.bpe_scanner_new(lib.BPE_SCAN_PIECES, 3, 0, short, 1, out) == lib.BPE_EINVAL
     for wrong in (1 | 4, 3 | 8, 0 | 12, 9 << 4):  # a case for a number, no such case or fold
         bad = np.array(char_classes())
         bad[0x41] = wrong
