@@ -194,6 +194,7 @@ static void shard_clear(cache_shard *sh) {
                atomic_load_explicit(&sh->n_slots, memory_order_relaxed));
     sh->n_entries = sh->arena_used = 0;
     sh->full = 0;
+    sh->recurring = sh->dropped = 0;
     end_change(sh);
 }
 
@@ -310,6 +311,10 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
     if (unit_cache_is_inline(c, k->len, n_ids) && !pack_ids(c, ids, n_ids, &packed)) return;
     cache_shard *sh = unit_cache_shard(c, k->hash);
     if (!shard_lock(sh)) return;
+    /* What the last writer stored under the lock, before this one's stores: so that a reader
+     * whose acquire fence follows a store made here also sees the version that writer left
+     * (missed_before stores a release for the same reason). */
+    atomic_thread_fence(memory_order_release);
     if (sh->full) {
         if (!missed_before(sh, k) || ++sh->recurring < sh->n_entries / RECURRING_SHARE) {
             shard_unlock(sh); /* keeps what it has */
@@ -335,9 +340,23 @@ void unit_cache_add(bpe_unit_cache *c, const word_key *k, const int32_t *ids, in
          * realmix's lines encoded after realmix as one text missed 130 k units once, then
          * none, against 135-348 k a round for four rounds at half (docs/performance.md). */
         uint32_t most = n_slots < c->max_slots ? n_slots / 2 : n_slots / 4 * 3;
-        if (sh->arena_used + size > sh->arena_room || sh->n_entries + 1 > most) {
+        if (sh->n_entries + 1 > most) {
             sh->full = 1; /* at the bound */
             sh->recurring = 0;
+            shard_unlock(sh);
+            return;
+        }
+        if (sh->arena_used + size > sh->arena_room) {
+            /* The arena is spent, the slots are not: this entry is dropped, and the shard goes
+             * on taking entries held in their slot alone. (Marked full here, a shard that a run
+             * of long units had filled refused the short units after them too, and its few
+             * entries left missed_before too few free slots to tell units that come back.)
+             * It starts afresh once the units it drops come back as a full shard's do, or
+             * once it has dropped as many entries as it holds: a stream of long units met
+             * once costs the units it held at most one miss each per such round. */
+            if (++sh->dropped >= sh->n_entries ||
+                (missed_before(sh, k) && ++sh->recurring >= sh->n_entries / RECURRING_SHARE))
+                shard_clear(sh);
             shard_unlock(sh);
             return;
         }

@@ -73,9 +73,11 @@ typedef struct {
     arena_word *large_arena;                    /* max_arena bytes */
     /* At its bound, a shard is full: it keeps what it holds and takes no more, until the
      * units it lacks keep coming back; then it starts afresh (unit_cache.c). recurring:
-     * its misses, since it became full, of units it had missed before. Writers only. */
+     * its misses, since it became full or was last emptied, of units it had missed before.
+     * dropped: the entries its spent arena had no room for while its slots had, since it
+     * was last emptied. Writers only. */
     int full;
-    uint32_t recurring;
+    uint32_t recurring, dropped;
 } cache_shard;
 
 struct bpe_unit_cache {

@@ -269,6 +269,25 @@ def test_an_entry_too_large_for_any_arena_empties_nothing(trained):
     assert tok.cache_info()["entries"] >= kept
 
 
+def test_a_spent_arena_leaves_room_for_short_units(trained):
+    # 4 MB: arenas of 32 KB. 1 500 long units (800 letters: an entry of ~2 KB) spend them
+    # with a few entries a shard, the slots nearly empty; then 20 000 short units, twice.
+    # The slots take them. A shard marked full by its spent arena refused them all on the
+    # second pass too (20 000 misses of 20 000), and with so few entries it could not tell
+    # that they came back.
+    tok = _tokenizer(trained, cache_bytes=4 << 20, num_threads=1)
+    rng = random.Random(3)
+
+    def letters(n: int) -> str:
+        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n))
+
+    tok.encode_to_numpy(" ".join(letters(800) for _ in range(1500)))
+    short = " ".join(letters(6) for _ in range(20_000))
+    _misses(tok, short)
+    missed, lookups = _misses(tok, short)
+    assert missed < 0.5 * lookups, (missed, lookups)
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmRSS from /proc")
 def test_a_small_encode_makes_little_of_the_cache_resident():
     # A shard starts in a small region of ordinary pages and moves to huge pages only when it
