@@ -34,7 +34,7 @@ import numpy as np
 
 from .patterns import GPT2_PATTERN, PATTERNS, family_of, pretokenizer, resolve_pattern
 from .sources import first_bad_utf8
-from .specials import add_special_ids, special_only_ids, unique_specials
+from .specials import add_special_ids, place_specials, special_only_ids, unique_specials
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -196,7 +196,9 @@ def atomic_writes(paths: list[str], mode: str = "w") -> Iterator[tuple]:
         for tmp, f in temps:
             with contextlib.suppress(OSError):  # its flush may fail again (a full disk)
                 f.close()
-            with contextlib.suppress(FileNotFoundError):  # (renamed already)
+            # (renamed already; or a directory that takes no unlink, append-only: the error
+            # to give is the one that stopped the writing, and every other file still goes)
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
 
@@ -344,7 +346,8 @@ def _rename_all(temps: list[str], targets: list[str]) -> None:
                 os.replace(tmp, target)
             except OSError as e:
                 if old:
-                    os.unlink(old)
+                    with contextlib.suppress(OSError):  # (the error to give is the rename's)
+                        os.unlink(old)
                 raise OSError(e.errno, f"cannot write {target!r}: {e.strerror}") from None
             replaced.append((target, old, existed))
     except BaseException:
@@ -358,7 +361,7 @@ def _rename_all(temps: list[str], targets: list[str]) -> None:
     finally:
         for _, old, _ in replaced:
             if old:
-                with contextlib.suppress(FileNotFoundError):
+                with contextlib.suppress(OSError):
                     os.unlink(old)
 
 
@@ -1164,13 +1167,15 @@ def _refuse_respelled_ordinary(ordinary: set[bytes]) -> None:
                              "token an id of its own")
 
 
-def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = (),
+def save(vocab: Vocab, merges: Merges, out_dir,
+         special_tokens: Iterable[str] | Mapping[str, int] = (),
          pattern: str = GPT2_PATTERN, *, ignore_merges: bool = False,
          not_special: Iterable[str] = ()) -> list[str]:
     """Writes the four formats into out_dir (created if needed); returns their paths. All is
     checked before a file is written: vocab, merges (pairs of bytes whose tokens, and the
-    token each makes, are in vocab), special_tokens (a list of str) and the pattern. A
-    special token whose bytes are no token of vocab gets the next id, as Tokenizer gives it;
+    token each makes, are in vocab), special_tokens (a list of str, or {str: id} as tiktoken
+    gives them: each at its id, as Tokenizer places them) and the pattern. A listed special
+    token whose bytes are no token of vocab gets the next id, as Tokenizer gives it;
     a token listed twice is written once, with its lowest id. The four files are written
     whole, then put in place together: an existing file is replaced only once all four
     successors are complete. ignore_merges: written into tokenizer.json (see Tokenizer).
@@ -1199,6 +1204,8 @@ def save(vocab: Vocab, merges: Merges, out_dir, special_tokens: Iterable[str] = 
     vocab, lowest = dict(vocab), {}
     for i in sorted(vocab):
         lowest.setdefault(vocab[i], i)
+    if isinstance(special_tokens, Mapping):  # (read as a list of its keys, the ids were lost)
+        place_specials(special_tokens, vocab, lowest)
     add_special_ids(specials, vocab, lowest)  # the ids Tokenizer gives them
     # A byte string listed twice is written once, with its lowest id, the one encoding gives
     # it (docs/spec.md 2.4): every format maps a token's bytes to one id.

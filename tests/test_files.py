@@ -434,6 +434,32 @@ def test_a_full_disk_names_the_files_being_written(saved, trained, monkeypatch):
     assert {n: (saved / n).read_bytes() for n in files.FILES} == before
 
 
+def test_a_directory_that_refuses_unlinks_leaves_the_writes_error(saved, trained, monkeypatch):
+    # An append-only directory (chattr +a) lets files be made and renamed into, but never
+    # removed: the rename over the first file fails, and then the clean-up's unlink of the
+    # hard link to its old file and of the temporary files. Its PermissionError, naming a
+    # temporary file, once replaced the rename's error, and the other temporaries stayed.
+    before = {n: (saved / n).read_bytes() for n in files.FILES}
+    unlinked = []
+
+    def refused(what):
+        def call(path, *a, **k):
+            unlinked.append(path) if what == "unlink" else None
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), path)
+        return call
+
+    monkeypatch.setattr(files.os, "replace", refused("replace"))
+    monkeypatch.setattr(files.os, "unlink", refused("unlink"))
+    with pytest.raises(OSError, match=r"cannot write '.*vocab\.json'"):
+        Tokenizer(*trained, [EOT]).save(saved)
+    assert {n: (saved / n).read_bytes() for n in files.FILES} == before
+    temporaries = [p for p in map(os.fspath, unlinked) if p.endswith(".tmp")]
+    assert len(temporaries) == len(files.FILES)  # each one tried, none stopping the rest
+    monkeypatch.undo()
+    for p in temporaries:
+        os.unlink(p)
+
+
 def test_one_output_named_twice_is_refused(trained, tmp_path):
     path = str(tmp_path / "both.txt")
     with pytest.raises(ValueError, match="are one file"):  # one was written over the other
@@ -483,6 +509,21 @@ def test_save_gives_a_new_special_token_the_next_id(trained, tmp_path):
     got = Tokenizer.load(tmp_path)
     assert got.special_ids == want.special_ids == {EOT: len(vocab) - 1, "<|new|>": len(vocab)}
     assert got.encode(TEXT + "<|new|>") == want.encode(TEXT + "<|new|>")
+
+
+def test_save_keeps_the_ids_of_specials_given_with_them(trained, tmp_path):
+    # {special: id}, as tiktoken gives them and Tokenizer takes them: save once read the
+    # dict as a list of its keys and gave each special the next id.
+    vocab, merges = trained
+    specials = {"<|new|>": len(vocab) + 100, EOT: len(vocab) - 1}
+    want = Tokenizer(vocab, merges, specials)
+    bpe_cffi.save(vocab, merges, tmp_path / "tok", specials)
+    got = Tokenizer.load(tmp_path / "tok")
+    assert got.special_ids == want.special_ids == specials
+    assert got.encode(TEXT + "<|new|>") == want.encode(TEXT + "<|new|>")
+    with pytest.raises(ValueError, match="cannot have id 5"):  # the id of an ordinary token
+        bpe_cffi.save(vocab, merges, tmp_path / "bad", {"<|new|>": 5})
+    assert not (tmp_path / "bad").exists() or not os.listdir(tmp_path / "bad")
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
