@@ -1235,6 +1235,10 @@ def save(vocab: Vocab, merges: Merges, out_dir,
     if os.path.islink(out_dir) and not os.path.exists(out_dir):  # makedirs: "File exists"
         raise FileNotFoundError(f"cannot save into {out_dir!r}: it is a symbolic link to "
                                 "nothing")
+    existing = absolute(out_dir)  # the nearest directory above it that is there already:
+    while not os.path.exists(existing):  # a name too long there, found by makedirs, had
+        existing = os.path.dirname(existing)  # left the directories before it made
+    check_name_lengths(out_dir, existing)
     os.makedirs(out_dir, exist_ok=True)
     paths = tokenizer_files(out_dir)
     # All four together: a failure (a full disk) leaves the directory as it was, not half

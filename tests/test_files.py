@@ -460,6 +460,13 @@ def test_a_directory_that_refuses_unlinks_leaves_the_writes_error(saved, trained
         os.unlink(p)
 
 
+def test_a_name_too_long_makes_no_directory(trained, tmp_path):
+    with pytest.raises(OSError) as raised:
+        bpe_cffi.save(*trained, tmp_path / "new" / ("y" * 300) / "tok", [EOT])
+    assert raised.value.errno == errno.ENAMETOOLONG
+    assert not os.listdir(tmp_path)  # ("new" was made, then the long name refused)
+
+
 def test_one_output_named_twice_is_refused(trained, tmp_path):
     path = str(tmp_path / "both.txt")
     with pytest.raises(ValueError, match="are one file"):  # one was written over the other
