@@ -134,6 +134,9 @@ def pool_job(fn: Callable) -> Callable:
 def _worker_start(stop, initializer: Callable | None, initargs: tuple) -> None:
     global _stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A handler the parent set (the CLI takes SIGTERM as Ctrl-C) is not the worker's: the
+    # pool stops its workers with SIGTERM.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _stop = stop
     if initializer is not None:
         initializer(*initargs)

@@ -613,6 +613,28 @@ def _regex_tokenizer(tmp_path):
     return tmp_path / "tok"
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_to_the_cli_cleans_up_as_ctrl_c_does(tmp_path, big_corpus, workers):
+    # timeout(1) and job schedulers stop a job with SIGTERM; killed by its default action, the
+    # CLI left its temporary output (up to the whole of it) beside the file it was writing.
+    tok = _regex_tokenizer(tmp_path)
+    out_path = tmp_path / "out" / "ids.npy"
+    out_path.parent.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "bpe_cffi", "encode", str(big_corpus),
+                             "--tokenizer", str(tok), "--out", str(out_path),
+                             "--workers", str(workers)],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(2.5)  # past the start-up, into the encoding (over 3 s)
+    os.kill(proc.pid, signal.SIGTERM)  # the parent alone, as timeout(1) sends it
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "terminated" in err and "Traceback" not in err
+    assert not os.listdir(out_path.parent)  # neither the output nor a temporary file
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # no worker outlived it
+        os.killpg(proc.pid, 0)
+
+
 # Kills one pool worker, as the out-of-memory killer does, 0.8 s into the call.
 KILL_A_WORKER = """
 import multiprocessing, threading, time
