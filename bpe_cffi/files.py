@@ -1235,9 +1235,11 @@ def save(vocab: Vocab, merges: Merges, out_dir,
     if os.path.islink(out_dir) and not os.path.exists(out_dir):  # makedirs: "File exists"
         raise FileNotFoundError(f"cannot save into {out_dir!r}: it is a symbolic link to "
                                 "nothing")
-    existing = absolute(out_dir)  # the nearest directory above it that is there already:
-    while not os.path.exists(existing):  # a name too long there, found by makedirs, had
-        existing = os.path.dirname(existing)  # left the directories before it made
+    # The nearest directory above it that is there already: a name too long below it, found
+    # by makedirs, had left the directories before that name made.
+    existing = absolute(out_dir)
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
     check_name_lengths(out_dir, existing)
     os.makedirs(out_dir, exist_ok=True)
     paths = tokenizer_files(out_dir)

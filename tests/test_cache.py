@@ -271,10 +271,12 @@ def test_an_entry_too_large_for_any_arena_empties_nothing(trained):
 
 def test_a_spent_arena_leaves_room_for_short_units(trained):
     # 4 MB: arenas of 32 KB. 1 500 long units (800 letters: an entry of ~2 KB) spend them
-    # with a few entries a shard, the slots nearly empty; then 20 000 short units, twice.
-    # The slots take them. A shard marked full by its spent arena refused them all on the
-    # second pass too (20 000 misses of 20 000), and with so few entries it could not tell
-    # that they came back.
+    # with a few entries a shard, the slots nearly empty; then 20 000 six-letter units, twice
+    # (most of 5 to 7 ids with this vocabulary: entries in the arena too). A shard drops them
+    # while its arena is spent, takes those its slots hold alone, and starts afresh once it
+    # has dropped as many as it holds. Marked full by its spent arena, a shard refused them
+    # all on the second pass too (20 000 misses of 20 000): with so few entries, it could
+    # not tell that they came back.
     tok = _tokenizer(trained, cache_bytes=4 << 20, num_threads=1)
     rng = random.Random(3)
 

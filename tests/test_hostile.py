@@ -379,9 +379,10 @@ def test_scanner_rejects_bad_arguments():
     assert lib.bpe_scanner_new(99, 3, 0, classes, full, out) == lib.BPE_EINVAL
     assert lib.bpe_scanner_new(lib.BPE_SCAN_GPT2, 3, 0, classes, full, ffi.NULL) == lib.BPE_EINVAL
     # A pieces scanner reads no class, but a table given is checked whole: a short one was
-    # read past its end.
-    short = ffi.new("uint8_t[]", 1)
-    assert lib.bpe_scanner_new(lib.BPE_SCAN_PIECES, 3, 0, short, 1, out) == lib.BPE_EINVAL
+    # read past its end (one a code point short: the checks' reads stayed inside it, and
+    # it was taken).
+    short = ffi.from_buffer("uint8_t[]", char_classes()[:-1])
+    assert lib.bpe_scanner_new(lib.BPE_SCAN_PIECES, 3, 0, short, full - 1, out) == lib.BPE_EINVAL
     for wrong in (1 | 4, 3 | 8, 0 | 12, 9 << 4):  # a case for a number, no such case or fold
         bad = np.array(char_classes())
         bad[0x41] = wrong
@@ -625,13 +626,51 @@ def test_sigterm_to_the_cli_cleans_up_as_ctrl_c_does(tmp_path, big_corpus, worke
                              "--workers", str(workers)],
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     time.sleep(2.5)  # past the start-up, into the encoding (over 3 s)
-    os.kill(proc.pid, signal.SIGTERM)  # the parent alone, as timeout(1) sends it
+    os.killpg(proc.pid, signal.SIGTERM)  # the whole group, as timeout(1) sends it
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "terminated" in err and "Traceback" not in err
     assert not os.listdir(out_path.parent)  # neither the output nor a temporary file
     time.sleep(0.5)
     with pytest.raises(ProcessLookupError):  # no worker outlived it
+        os.killpg(proc.pid, 0)
+
+
+IDLE_POOL = textwrap.dedent("""
+    import sys, time
+    from bpe_cffi import cli, pool
+    with cli._sigterm_as_interrupt():
+        try:
+            with pool.process_pool(2):
+                print("started", flush=True)
+                time.sleep(60)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(143)
+""")
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 1.0])
+def test_sigterm_to_a_group_whose_workers_wait_for_jobs(delay):
+    # An idle worker waits for its next job holding the lock of the pool's task queue. Killed
+    # there by SIGTERM's default action, it left the lock taken, and the parent's terminate
+    # waited for it for ever; unwound instead, it ends, and the pool may start another in
+    # its place, which must not run the parent's handler (a traceback) nor miss the signal.
+    proc = subprocess.Popen([sys.executable, "-c", IDLE_POOL], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError("the pool's terminate waited for ever")
+    assert proc.returncode == 143 and "interrupted" in out, err
+    assert "Traceback" not in err, err
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
         os.killpg(proc.pid, 0)
 
 
