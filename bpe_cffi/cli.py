@@ -21,8 +21,8 @@ from . import __version__
 from .counting import MAX_WORKERS, count_words_arrays
 from .decoder import UnknownId
 from .files import (absolute, check_name_lengths, check_regular_file, check_specials_saveable,
-                    distinct_outputs, save, tokenizer_file_kind, tokenizer_files,
-                    tokenizer_paths)
+                    distinct_outputs, nearest_existing, save, tokenizer_file_kind,
+                    tokenizer_files, tokenizer_paths)
 from .patterns import PATTERNS, pretokenizer
 from .specials import unique_specials
 from .sample import SAMPLE_SPECIAL, sample_path
@@ -137,9 +137,7 @@ def _check_out_directory(out: str) -> None:
         raise FileNotFoundError(f"--out {out!r} is a symbolic link to nothing")
     if os.path.exists(out) and not os.path.isdir(out):
         raise FileExistsError(f"--out {out!r} is a file, not a directory")
-    existing = absolute(out)  # the directory itself, or the nearest one above it
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
+    existing = nearest_existing(out)  # the directory itself, or the nearest one above it
     if not os.path.isdir(existing):
         raise NotADirectoryError(f"cannot make --out {out!r}: {existing!r} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):

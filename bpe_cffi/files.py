@@ -262,6 +262,14 @@ def absolute(path: str) -> str:
     return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
+def nearest_existing(path: str) -> str:
+    """path made absolute (absolute), or the nearest path above it that exists."""
+    existing = absolute(path)
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    return existing
+
+
 def check_name_lengths(path: str, existing: str) -> None:
     """Refuses a path whose names below the directory `existing` are longer than its file
     system allows: found by the write, it was found after the work."""
@@ -1235,12 +1243,8 @@ def save(vocab: Vocab, merges: Merges, out_dir,
     if os.path.islink(out_dir) and not os.path.exists(out_dir):  # makedirs: "File exists"
         raise FileNotFoundError(f"cannot save into {out_dir!r}: it is a symbolic link to "
                                 "nothing")
-    # The nearest directory above it that is there already: a name too long below it, found
-    # by makedirs, had left the directories before that name made.
-    existing = absolute(out_dir)
-    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
-        existing = os.path.dirname(existing)
-    check_name_lengths(out_dir, existing)
+    # (found by makedirs, a name too long had left the directories before it made)
+    check_name_lengths(out_dir, nearest_existing(out_dir))
     os.makedirs(out_dir, exist_ok=True)
     paths = tokenizer_files(out_dir)
     # All four together: a failure (a full disk) leaves the directory as it was, not half
