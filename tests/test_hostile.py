@@ -549,6 +549,29 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def _signal_group(proc: subprocess.Popen, sig: int):
+    """Sends sig to the whole process group of proc (started in a session of its own), as a
+    terminal's Ctrl-C or timeout(1) does, and waits for proc: (its stdout, its stderr,
+    seconds to exit, whether its group outlived it). One still running 30 s later is killed
+    with its group, and the wait fails."""
+    os.killpg(proc.pid, sig)
+    t = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError(f"still running 30 s after signal {sig}") from None
+    took = time.monotonic() - t
+    time.sleep(0.5)
+    try:
+        os.killpg(proc.pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    return out, err, took, alive
+
+
 def _interrupt(tmp_path, call):
     """Runs call in a child in its own process group, sends SIGINT to the whole group (as a
     terminal's Ctrl-C does) and returns (child output, seconds to exit, group still alive)."""
@@ -557,16 +580,7 @@ def _interrupt(tmp_path, call):
                             cwd=tmp_path)
     assert proc.stdout.readline().strip() == "started"
     time.sleep(0.8)  # into the pooled part (the whole job takes over 3 s)
-    os.killpg(proc.pid, signal.SIGINT)
-    t = time.monotonic()
-    out, _ = proc.communicate(timeout=30)
-    took = time.monotonic() - t
-    time.sleep(0.5)
-    try:
-        os.killpg(proc.pid, 0)
-        alive = True
-    except ProcessLookupError:
-        alive = False
+    out, _, took, alive = _signal_group(proc, signal.SIGINT)
     return out, took, alive
 
 
@@ -626,14 +640,11 @@ def test_sigterm_to_the_cli_cleans_up_as_ctrl_c_does(tmp_path, big_corpus, worke
                              "--workers", str(workers)],
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     time.sleep(2.5)  # past the start-up, into the encoding (over 3 s)
-    os.killpg(proc.pid, signal.SIGTERM)  # the whole group, as timeout(1) sends it
-    _, err = proc.communicate(timeout=30)
+    _, err, _, alive = _signal_group(proc, signal.SIGTERM)  # the whole group, as timeout(1)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "terminated" in err and "Traceback" not in err
     assert not os.listdir(out_path.parent)  # neither the output nor a temporary file
-    time.sleep(0.5)
-    with pytest.raises(ProcessLookupError):  # no worker outlived it
-        os.killpg(proc.pid, 0)
+    assert not alive, "a worker outlived it"
 
 
 IDLE_POOL = textwrap.dedent("""
@@ -660,18 +671,10 @@ def test_sigterm_to_a_group_whose_workers_wait_for_jobs(delay):
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout.readline().strip() == "started"
     time.sleep(delay)
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        out, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise AssertionError("the pool's terminate waited for ever")
+    out, err, _, alive = _signal_group(proc, signal.SIGTERM)  # (fails if terminate hangs)
     assert proc.returncode == 143 and "interrupted" in out, err
     assert "Traceback" not in err, err
-    time.sleep(0.5)
-    with pytest.raises(ProcessLookupError):
-        os.killpg(proc.pid, 0)
+    assert not alive
 
 
 # Kills one pool worker, as the out-of-memory killer does, 0.8 s into the call.
