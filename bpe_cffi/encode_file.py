@@ -188,14 +188,11 @@ def _encode_range(tokenizer, path: str, start: int, end: int, allowed_special,
     with a scratch, on the calling thread (a C scanner's pattern only), read and encoded in
     the scratch's buffers."""
     encoder = tokenizer._encoder_for(allowed_special)
-    if scratch is None:
-        data = read_range_bytes(path, start, end)
-    else:
-        data = scratch.read(path, start, end)
+    data = read_range_bytes(path, start, end) if scratch is None else \
+        scratch.read(path, start, end)
     try:
-        if scratch is None:
-            return encoder.encode(data, tokenizer.dtype)
-        return encoder.encode_here(data, tokenizer.dtype, scratch.ids)
+        return encoder.encode(data, tokenizer.dtype) if scratch is None else \
+            encoder.encode_here(data, tokenizer.dtype, scratch.ids)
     except MissingBytes as e:
         raise ValueError(f"{path}: byte offset {start + e.offset}: {e}") from None
     except (ValueError, UnicodeDecodeError):
