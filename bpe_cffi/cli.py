@@ -9,9 +9,7 @@ import argparse
 import codecs
 import contextlib
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 
@@ -366,44 +364,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (`timeout`, a job scheduler, `kill`) taken as Ctrl-C is: the partial outputs
-    removed, the pool's processes stopped, the old files left whole. Killed by the signal's
-    default action, the process left temporary files of up to the whole output behind."""
-
-
-def _terminate(signum, frame):
-    raise _Terminated
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM raises _Terminated while the command runs, where nothing else handles it."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
-        yield
-        return
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Runs the command line; returns the exit status (0, 1 for an error, 130 on Ctrl-C, 143
-    on SIGTERM)."""
+    """Runs the command line; returns the exit status (0, 1 for an error, 130 on Ctrl-C)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with warnings.catch_warnings(), _sigterm_as_interrupt():  # (both restored after)
+        with warnings.catch_warnings():  # restores showwarning afterwards
             warnings.showwarning = _warn_in_one_line
             args.func(args)
     except UsageError as e:
         parser.error(str(e))  # prints usage and exits 2
-    except _Terminated:
-        print("bpe-cffi: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("bpe-cffi: interrupted", file=sys.stderr)
         return 130

@@ -131,40 +131,12 @@ def pool_job(fn: Callable) -> Callable:
     return run
 
 
-def _exit_on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)
-
-
 def _worker_start(stop, initializer: Callable | None, initargs: tuple) -> None:
     global _stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # SIGTERM (the pool's terminate, or a whole process group stopped by `timeout` or a job
-    # scheduler) ends a worker by unwinding it: an idle worker waits for its next job holding
-    # the lock of the pool's task queue, and one killed there left that lock taken, so that
-    # the parent's terminate waited for it for ever. A worker starts with SIGTERM blocked
-    # (process_pool), so that the handler of a parent that takes it as Ctrl-C (the CLI's),
-    # inherited by a forked worker, never runs in it: one sent meanwhile waits for this one.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     _stop = stop
     if initializer is not None:
         initializer(*initargs)
-
-
-@contextlib.contextmanager
-def _sigterm_blocked() -> Iterator[None]:
-    """SIGTERM blocked in this thread while the pool starts: the workers forked now, and by
-    the threads the pool starts now (which replace a worker that ended), inherit the mask,
-    and unblock it in _worker_start once their own handler is set."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager
@@ -175,7 +147,7 @@ def process_pool(processes: int, initializer: Callable | None = None,
     (see above)."""
     context = multiprocessing.get_context()
     stop = context.Event()
-    with _starting, _sigterm_blocked():
+    with _starting:
         before = set(multiprocessing.active_children())
         pool = context.Pool(processes, initializer=_worker_start,
                             initargs=(stop, initializer, initargs))

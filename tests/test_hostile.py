@@ -628,55 +628,6 @@ def _regex_tokenizer(tmp_path):
     return tmp_path / "tok"
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_sigterm_to_the_cli_cleans_up_as_ctrl_c_does(tmp_path, big_corpus, workers):
-    # timeout(1) and job schedulers stop a job with SIGTERM; killed by its default action, the
-    # CLI left its temporary output (up to the whole of it) beside the file it was writing.
-    tok = _regex_tokenizer(tmp_path)
-    out_path = tmp_path / "out" / "ids.npy"
-    out_path.parent.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "bpe_cffi", "encode", str(big_corpus),
-                             "--tokenizer", str(tok), "--out", str(out_path),
-                             "--workers", str(workers)],
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(2.5)  # past the start-up, into the encoding (over 3 s)
-    _, err, _, alive = _signal_group(proc, signal.SIGTERM)  # the whole group, as timeout(1)
-    assert proc.returncode == 128 + signal.SIGTERM, err
-    assert "terminated" in err and "Traceback" not in err
-    assert not os.listdir(out_path.parent)  # neither the output nor a temporary file
-    assert not alive, "a worker outlived it"
-
-
-IDLE_POOL = textwrap.dedent("""
-    import sys, time
-    from bpe_cffi import cli, pool
-    with cli._sigterm_as_interrupt():
-        try:
-            with pool.process_pool(2):
-                print("started", flush=True)
-                time.sleep(60)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-            sys.exit(143)
-""")
-
-
-@pytest.mark.parametrize("delay", [0.0, 0.3, 1.0])
-def test_sigterm_to_a_group_whose_workers_wait_for_jobs(delay):
-    # An idle worker waits for its next job holding the lock of the pool's task queue. Killed
-    # there by SIGTERM's default action, it left the lock taken, and the parent's terminate
-    # waited for it for ever; unwound instead, it ends, and the pool may start another in
-    # its place, which must not run the parent's handler (a traceback) nor miss the signal.
-    proc = subprocess.Popen([sys.executable, "-c", IDLE_POOL], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stdout.readline().strip() == "started"
-    time.sleep(delay)
-    out, err, _, alive = _signal_group(proc, signal.SIGTERM)  # (fails if terminate hangs)
-    assert proc.returncode == 143 and "interrupted" in out, err
-    assert "Traceback" not in err, err
-    assert not alive
-
-
 # Kills one pool worker, as the out-of-memory killer does, 0.8 s into the call.
 KILL_A_WORKER = """
 import multiprocessing, threading, time
